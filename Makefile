@@ -1,0 +1,42 @@
+# her_wrap: every target sets up .venv/ first when it is missing, so a fresh machine needs nothing installed.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test test-slow lint format bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -c constraints.txt torch==2.13.0
+	$(PIP) install -q -c constraints.txt -e ".[dev,robotics,postgres,bench]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) scripts/demo.py
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -m slow $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check her_wrap tests scripts
+	$(VENV)/bin/ruff format --check her_wrap tests scripts
+	$(VENV)/bin/mypy her_wrap
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format her_wrap tests scripts
+	$(VENV)/bin/ruff check --fix her_wrap tests scripts
+
+bench: $(STAMP)
+	$(PY) scripts/bench_replay.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,52 @@
+"""Goal selection strategies for hindsight relabeling.
+
+Every strategy picks, for a stored transition ``t`` of an episode, a step ``j`` and uses the achieved
+goal of the observation that *followed* step ``j`` (``next_achieved_goal[j]``) as the new desired goal.
+
+- ``future``: ``j`` uniform in ``[t, T_end]``, inclusive of ``t`` (as stable-baselines3): the goal of
+  step ``t`` itself can be drawn, which makes the transition a success by construction.
+- ``final``: ``j = T_end``, the last step stored for the episode so far.
+- ``episode``: ``j`` uniform over every stored step of the same episode.
+- ``random``: any stored step of any stored episode, in any env column (stable-baselines v2 and cpprb had
+  it; stable-baselines3 dropped it).
+
+``T_end`` is the last step of the episode, or the last step stored so far when the episode is still
+in progress.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class GoalSelectionStrategy(str, Enum):
+    """How the new goal of a relabeled transition is chosen (see the module docstring)."""
+
+    FUTURE = "future"
+    FINAL = "final"
+    EPISODE = "episode"
+    RANDOM = "random"
+
+    @classmethod
+    def parse(cls, value: str | GoalSelectionStrategy) -> GoalSelectionStrategy:
+        """Accept a member or its name in any case (``"future"``, ``"FUTURE"``, ``"Future"``).
+
+        :param value: strategy name or member
+        :return: the member
+        :raises ValueError: for an unknown name, listing the valid ones
+        """
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls(value.strip().lower())
+            except ValueError:
+                pass
+        valid = ", ".join(repr(member.value) for member in cls)
+        raise ValueError(
+            f"Unknown goal_selection_strategy {value!r}; use one of {valid} (case-insensitive)."
+        )
+
+
+# stable-baselines v2 exported this mapping; code ported from it keeps working.
+KEY_TO_GOAL_STRATEGY = {member.value: member for member in GoalSelectionStrategy}
