@@ -1,0 +1,323 @@
+"""Hindsight replay: episode storage + goal relabeling (+ optional prioritized sampling), numpy only.
+
+This is the engine under :class:`her_wrap.HindsightReplayBuffer` (the cpprb-compatible buffer) and
+:class:`her_wrap.HindsightExperienceReplayWrapper` (the stable-baselines3 buffer). It can be used from
+any framework: everything it needs from outside comes in as plain callables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from her_wrap.core.goal_selection import sample_transitions, select_goal_rows
+from her_wrap.core.storage import AddReport, EpisodeStorage, FieldSpec
+from her_wrap.core.strategies import GoalSelectionStrategy
+from her_wrap.core.sum_tree import ProportionalPrioritizer
+
+RewardFn = Callable[[np.ndarray, np.ndarray, Any], np.ndarray]
+"""``reward_fn(achieved_goal, desired_goal, infos) -> rewards``, vectorized over a batch (gymnasium-robotics'
+``compute_reward`` signature). ``infos`` is an object array of info dicts, or None when infos are not stored."""
+
+TerminatedFn = Callable[[np.ndarray, np.ndarray, Any], np.ndarray]
+"""``terminated_fn(achieved_goal, desired_goal, infos) -> bool array``, same conventions as :data:`RewardFn`."""
+
+
+def as_generator(seed: int | np.random.Generator | None) -> np.random.Generator:
+    """A ``np.random.Generator`` from a seed, a generator (used as is) or None (fresh entropy)."""
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def check_batch_size(batch_size: Any) -> int:
+    """Validate a batch size: a positive integer."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    return int(batch_size)
+
+
+class HindsightReplay:
+    """Stores episodes and samples batches whose goals are relabeled in hindsight.
+
+    Semantics (each one tested):
+
+    - The new goal of transition ``t`` is the achieved goal of the observation that followed a step
+      ``j`` of the same episode and env column, ``j`` chosen by ``goal_selection_strategy`` (see
+      :class:`GoalSelectionStrategy`; ``random`` takes any stored step).
+    - ``online=True`` (default): a share ``k / (k + 1)`` of every batch (``k = n_sampled_goal``, rounded
+      down) gets new goals drawn at sample time, so every sample sees fresh goals. Episodes in progress
+      can be sampled; their ``future`` and ``final`` goals come from the steps stored so far.
+    - ``online=False``: goals are drawn once, when an episode ends, ``k`` per transition (stable-baselines
+      v2 and cpprb); a sample picks the original goal or one of the ``k`` frozen ones uniformly, so the
+      relabeled share is ``k / (k + 1)`` in expectation. Only ended episodes are sampled. Only the goal
+      indexes are stored, not ``k`` copies of the transition.
+    - The reward of a relabeled transition is ``reward_fn(next_achieved_goal[t], new_goal, infos[t])``,
+      one vectorized call per batch; its ``terminated`` is ``terminated_fn(...)`` for the new goal, or
+      False when no ``terminated_fn`` is given (it is never copied from the original goal). Every other
+      step field, truncation included, is kept as stored.
+    - Sampling costs O(batch): no pass over the stored data.
+    - Every draw comes from one seeded ``np.random.Generator``: the same seed gives the same samples.
+    - A sample is made of new arrays: changing it never changes the stored data.
+
+    :param capacity: rows over all env columns (one per step plus one per episode), see :class:`EpisodeStorage`
+    :param observation_fields: fields of an observation, e.g. observation / achieved_goal / desired_goal
+    :param step_fields: fields of a step, e.g. action / reward / terminated / truncated
+    :param n_envs: env columns whose episodes interleave
+    :param n_sampled_goal: ``k``, relabeled goals per real one (0 disables relabeling)
+    :param goal_selection_strategy: ``future``, ``final``, ``episode`` or ``random`` (any case)
+    :param online: relabel at sample time (True) or once at episode end (False)
+    :param achieved_goal_key: observation field holding the achieved goal (or what ``goal_fn`` maps to one)
+    :param desired_goal_key: field the new goal is written to: an observation field (then its ``next_``
+        value gets it too) or a step field
+    :param reward_key: step field receiving recomputed rewards (when ``reward_fn`` is given)
+    :param terminated_key: step field receiving recomputed terminations, if the storage has it
+    :param reward_fn: vectorized reward, see :data:`RewardFn`; None leaves rewards to the caller
+    :param terminated_fn: vectorized termination for a goal, see :data:`TerminatedFn`
+    :param goal_fn: maps the ``achieved_goal_key`` field to a goal (identity when None)
+    :param store_infos: keep info dicts (by reference) and pass them to ``reward_fn``
+    :param prioritized: proportional prioritized replay over stored transitions
+    :param alpha: priority exponent (prioritized only)
+    :param eps: added to priorities before the exponent (prioritized only)
+    :param seed: seed or generator for every random draw
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        *,
+        observation_fields: Mapping[str, FieldSpec],
+        step_fields: Mapping[str, FieldSpec],
+        n_envs: int = 1,
+        n_sampled_goal: int = 4,
+        goal_selection_strategy: str | GoalSelectionStrategy = "future",
+        online: bool = True,
+        achieved_goal_key: str = "achieved_goal",
+        desired_goal_key: str = "desired_goal",
+        reward_key: str = "reward",
+        terminated_key: str = "terminated",
+        reward_fn: RewardFn | None = None,
+        terminated_fn: TerminatedFn | None = None,
+        goal_fn: Callable[[np.ndarray], np.ndarray] | None = None,
+        store_infos: bool = False,
+        prioritized: bool = False,
+        alpha: float = 0.6,
+        eps: float = 1e-6,
+        seed: int | np.random.Generator | None = None,
+    ) -> None:
+        self.strategy = GoalSelectionStrategy.parse(goal_selection_strategy)
+        if isinstance(n_sampled_goal, bool) or not isinstance(n_sampled_goal, (int, np.integer)) or n_sampled_goal < 0:
+            raise ValueError(
+                f"n_sampled_goal must be an integer >= 0 (relabeled goals per real one), got {n_sampled_goal!r}."
+            )
+        if achieved_goal_key not in observation_fields:
+            raise ValueError(
+                f"achieved_goal_key {achieved_goal_key!r} is not an observation field; "
+                f"pick one of {sorted(observation_fields)}."
+            )
+        if desired_goal_key not in observation_fields and desired_goal_key not in step_fields:
+            raise ValueError(
+                f"desired_goal_key {desired_goal_key!r} is neither an observation nor a step field; "
+                f"pick one of {sorted([*observation_fields, *step_fields])}."
+            )
+        if reward_fn is not None and reward_key not in step_fields:
+            raise ValueError(f"reward_key {reward_key!r} must name a step field to hold recomputed rewards.")
+        self.n_sampled_goal = int(n_sampled_goal)
+        self.online = bool(online)
+        self.achieved_goal_key = achieved_goal_key
+        self.desired_goal_key = desired_goal_key
+        self.goal_in_observation = desired_goal_key in observation_fields
+        self.reward_key = reward_key
+        self.terminated_key = terminated_key
+        self.reward_fn = reward_fn
+        self.terminated_fn = terminated_fn
+        self.goal_fn = goal_fn
+        self.rng = as_generator(seed)
+        self.storage = EpisodeStorage(
+            capacity,
+            n_envs,
+            observation_fields=observation_fields,
+            step_fields=step_fields,
+            store_infos=store_infos,
+        )
+        slots = self.storage.n_rows * self.storage.n_envs
+        self.prioritizer = ProportionalPrioritizer(slots, alpha=alpha, eps=eps) if prioritized else None
+        # Offline relabeling: the absolute goal row (times n_envs, plus column) of each frozen goal.
+        self.frozen_goals: np.ndarray | None = None
+        if not self.online and self.n_sampled_goal > 0:
+            self.frozen_goals = np.zeros((self.storage.n_rows, self.storage.n_envs, self.n_sampled_goal), np.int64)
+
+    # ------------------------------------------------------------------ adding
+    def add(
+        self,
+        observation: Mapping[str, np.ndarray],
+        next_observation: Mapping[str, np.ndarray],
+        step: Mapping[str, np.ndarray],
+        done: np.ndarray,
+        infos: Any = None,
+    ) -> None:
+        """Store one step of every env column; see :meth:`EpisodeStorage.add`."""
+        self._after_add(self.storage.add(observation, next_observation, step, done, infos))
+
+    def add_episode(
+        self,
+        column: int,
+        observations: Mapping[str, np.ndarray],
+        steps: Mapping[str, np.ndarray],
+        infos: Any = None,
+    ) -> None:
+        """Store a finished episode in one column; see :meth:`EpisodeStorage.add_episode`."""
+        self._after_add(self.storage.add_episode(column, observations, steps, infos))
+
+    def end_episode(self, column: int) -> None:
+        """Close the episode in progress in ``column``."""
+        self._after_add(self.storage.end_episode(column))
+
+    def _after_add(self, report: AddReport) -> None:
+        if self.prioritizer is not None:
+            if report.cleared:
+                self.prioritizer.zero(np.asarray(report.cleared, dtype=np.int64))
+            if self.online and report.new_transitions:
+                self.prioritizer.mark_new(np.asarray(report.new_transitions, dtype=np.int64))
+        for column, start, length in report.finished:
+            rings = np.arange(start, start + length) % self.storage.n_rows
+            if self.frozen_goals is not None:
+                self._freeze_goals(rings, column)
+            if self.prioritizer is not None and not self.online:
+                self.prioritizer.mark_new(rings * self.storage.n_envs + column)
+
+    def _freeze_goals(self, rings: np.ndarray, column: int) -> None:
+        assert self.frozen_goals is not None
+        k = self.n_sampled_goal
+        repeated = np.repeat(rings, k)
+        columns = np.full(repeated.size, column, dtype=np.int64)
+        goal_rings, goal_columns = select_goal_rows(self.storage, repeated, columns, self.strategy, self.rng)
+        goal_abs = self.storage.absolute_rows(goal_rings, goal_columns)
+        self.frozen_goals[rings, column] = (goal_abs * self.storage.n_envs + goal_columns).reshape(-1, k)
+
+    # ------------------------------------------------------------------ sampling
+    def __len__(self) -> int:
+        """Transitions that can be sampled now."""
+        return self.storage.n_transitions if self.online else self.storage.n_finished_transitions
+
+    def sample(self, batch_size: int, beta: float = 0.4) -> dict[str, np.ndarray]:
+        """Draw a batch, relabeled in hindsight.
+
+        :param batch_size: transitions to draw (with replacement)
+        :param beta: importance-sampling exponent (prioritized only)
+        :return: new arrays: every observation field and its ``next_`` value, every step field, ``infos``
+            when stored, ``indexes`` (flat slots ``ring_row * n_envs + column``, for
+            :meth:`update_priorities`), ``relabeled`` (bool) and, when prioritized, ``weights``
+        """
+        batch_size = check_batch_size(batch_size)
+        weights = None
+        if self.prioritizer is not None:
+            if len(self) == 0:
+                raise ValueError("Cannot sample: no transition is stored yet; add transitions first.")
+            indexes = self.prioritizer.sample(batch_size, self.rng)
+            rings, columns = np.divmod(indexes, self.storage.n_envs)
+            weights = self.prioritizer.importance_weights(indexes, beta, len(self))
+        else:
+            rings, columns = sample_transitions(self.storage, batch_size, self.rng, finished_only=not self.online)
+            indexes = rings * self.storage.n_envs + columns
+        batch = self.storage.gather(rings, columns)
+        relabeled, goal_rings, goal_columns = self._choose_relabels(rings, columns)
+        if goal_rings.size:
+            self._relabel(batch, relabeled, goal_rings, goal_columns)
+        batch["indexes"] = indexes
+        batch["relabeled"] = relabeled
+        if weights is not None:
+            batch["weights"] = weights
+        return batch
+
+    def _choose_relabels(self, rings: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Which rows of a batch get new goals, and the observation rows those goals come from."""
+        size = rings.size
+        relabeled = np.zeros(size, dtype=bool)
+        k = self.n_sampled_goal
+        if k == 0:
+            empty = np.empty(0, dtype=np.int64)
+            return relabeled, empty, empty
+        if self.frozen_goals is None:
+            # Rows are drawn independently, but prioritized draws are stratified by priority: pick
+            # the relabeled share at random positions, not the first ones.
+            n_relabeled = size * k // (k + 1)
+            relabeled[self.rng.choice(size, n_relabeled, replace=False)] = True
+            goal_rings, goal_columns = select_goal_rows(
+                self.storage, rings[relabeled], columns[relabeled], self.strategy, self.rng
+            )
+            return relabeled, goal_rings, goal_columns
+        version = self.rng.integers(0, k + 1, size=size)  # 0: the original goal, i > 0: frozen goal i - 1
+        relabeled = version > 0
+        encoded = self.frozen_goals[rings[relabeled], columns[relabeled], version[relabeled] - 1]
+        goal_abs, goal_columns = np.divmod(encoded, self.storage.n_envs)
+        stale = goal_abs < self.storage.oldest(goal_columns)
+        if stale.any():
+            # Only `random` goals live outside the transition's episode; if their row was overwritten
+            # since the episode ended, a fresh random goal stands in.
+            fresh_rings, fresh_columns = select_goal_rows(
+                self.storage, rings[relabeled][stale], columns[relabeled][stale], self.strategy, self.rng
+            )
+            goal_abs[stale] = self.storage.absolute_rows(fresh_rings, fresh_columns)
+            goal_columns[stale] = fresh_columns
+        return relabeled, goal_abs % self.storage.n_rows, goal_columns
+
+    def _relabel(
+        self, batch: dict[str, np.ndarray], relabeled: np.ndarray, goal_rings: np.ndarray, goal_columns: np.ndarray
+    ) -> None:
+        goals = self._goal_of(self.storage.observations[self.achieved_goal_key][goal_rings, goal_columns])
+        key = self.desired_goal_key
+        if goals.shape[1:] != batch[key].shape[1:]:
+            raise ValueError(
+                f"Achieved goals have shape {goals.shape[1:]} but {key!r} has shape {batch[key].shape[1:]}; "
+                "make goal_fn return goals shaped like the desired goal (or fix goal_shape)."
+            )
+        batch[key][relabeled] = goals
+        if self.goal_in_observation:
+            batch["next_" + key][relabeled] = goals
+        achieved = self._goal_of(batch["next_" + self.achieved_goal_key][relabeled])
+        infos = batch["infos"][relabeled] if "infos" in batch else None
+        if self.reward_fn is not None:
+            rewards = np.asarray(self.reward_fn(achieved, goals, infos))
+            target = batch[self.reward_key]
+            if rewards.size != goals.shape[0] or rewards.ndim > target.ndim:
+                raise ValueError(
+                    f"reward_fn returned shape {rewards.shape} for a batch of {goals.shape[0]} goals; it must "
+                    f"return one reward per goal, shape ({goals.shape[0]},). Make compute_reward vectorized "
+                    "over a leading batch dimension."
+                )
+            target[relabeled] = rewards.reshape(target[relabeled].shape)
+        if self.terminated_key in batch:
+            target = batch[self.terminated_key]
+            if self.terminated_fn is None:
+                target[relabeled] = 0
+            else:
+                terminated = np.asarray(self.terminated_fn(achieved, goals, infos))
+                target[relabeled] = terminated.reshape(target[relabeled].shape)
+
+    def _goal_of(self, values: np.ndarray) -> np.ndarray:
+        return values if self.goal_fn is None else np.asarray(self.goal_fn(values))
+
+    # ------------------------------------------------------------------ priorities
+    def update_priorities(self, indexes: np.ndarray, priorities: np.ndarray) -> None:
+        """Set the priorities of sampled transitions (their |TD error|, typically).
+
+        Under online relabeling a transition is seen with a different goal at each sample: its priority
+        is the error of the goal it was last trained on. Slots that stopped holding a transition since
+        they were sampled (overwritten by the ring) keep priority 0.
+
+        :param indexes: ``indexes`` of a sample
+        :param priorities: non-negative finite values, one per index
+        """
+        if self.prioritizer is None:
+            raise ValueError("This buffer was built without prioritized replay; pass prioritized=True.")
+        indexes, priorities = self.prioritizer.check_update(indexes, priorities)
+        rings, columns = np.divmod(indexes, self.storage.n_envs)
+        alive = self.storage.is_transition(rings, columns, finished_only=not self.online)
+        self.prioritizer.update_priorities(indexes[alive], priorities[alive])
+
+    def clear(self) -> None:
+        """Forget every stored transition."""
+        self.storage.clear()
+        if self.prioritizer is not None:
+            self.prioritizer.zero(np.arange(self.storage.n_rows * self.storage.n_envs))

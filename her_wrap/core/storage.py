@@ -1,0 +1,341 @@
+"""Episode storage: one ring of rows per env column, each observation stored once.
+
+Layout of one column (worked example, episode A of 3 steps then episode B in progress)::
+
+    absolute row   0     1     2     3     4     5     6
+    observation    A.o0  A.o1  A.o2  A.o3  B.o0  B.o1  B.o2   (A.o3 is A's final next observation)
+    step fields    A.s0  A.s1  A.s2  -     B.s0  B.s1  -      (action, reward, terminated, ...)
+    step_index     0     1     2     -1    0     1     -1
+    episode_length 3     3     3     3     0     0     0      (0 while the episode is in progress)
+
+Transition ``t`` of an episode starting at row ``s`` reads its observation from row ``s + t`` and its
+next observation from row ``s + t + 1``. An episode of ``T`` steps takes ``T + 1`` rows: the price of
+the final observation, paid instead of storing every next observation twice.
+
+Absolute rows grow forever; row ``a`` of column ``e`` lives at ring slot ``a % n_rows``. Rows older
+than ``written[e] - n_rows`` are gone. When the ring overwrites the first row of an episode, the whole
+episode stops being sampleable (a goal never comes from an overwritten row), and the rows it still
+occupies are reported so a prioritizer can zero them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """Shape (per transition, without batch dimensions) and dtype of a stored field.
+
+    :param shape: shape of one value, ``()`` for scalars
+    :param dtype: numpy dtype to store it as
+    """
+
+    shape: tuple[int, ...] = ()
+    dtype: np.dtype = field(default_factory=lambda: np.dtype(np.float32))
+
+    def __post_init__(self) -> None:
+        shape = (self.shape,) if isinstance(self.shape, (int, np.integer)) else tuple(self.shape)
+        object.__setattr__(self, "shape", tuple(int(size) for size in shape))
+        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+
+
+@dataclass
+class AddReport:
+    """What one call to :meth:`EpisodeStorage.add` changed, for samplers that keep side tables.
+
+    :param new_transitions: flat slots (``ring_row * n_envs + column``) whose transition became complete
+    :param cleared: flat slots that no longer hold a sampleable transition (overwritten or invalidated)
+    :param finished: ``(column, start_abs_row, length)`` of each episode closed by this call
+    """
+
+    new_transitions: list[int] = field(default_factory=list)
+    cleared: list[int] = field(default_factory=list)
+    finished: list[tuple[int, int, int]] = field(default_factory=list)
+
+
+class EpisodeStorage:
+    """Ring buffer of episodes for ``n_envs`` env columns whose episodes interleave.
+
+    :param capacity: total number of rows over all columns; each column gets ``capacity // n_envs``.
+        A row holds one step, plus one row per episode for its final observation.
+    :param n_envs: number of env columns (parallel environments)
+    :param observation_fields: fields of an observation (stored once per row; a sample gets both the
+        value and its ``next_`` counterpart)
+    :param step_fields: fields of a step (action, reward, terminated, truncated, ...)
+    :param store_infos: keep the env's info dict of every step (by reference, no copy)
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        n_envs: int = 1,
+        *,
+        observation_fields: Mapping[str, FieldSpec],
+        step_fields: Mapping[str, FieldSpec],
+        store_infos: bool = False,
+    ) -> None:
+        if not isinstance(n_envs, (int, np.integer)) or n_envs < 1:
+            raise ValueError(f"n_envs must be a positive integer, got {n_envs!r}.")
+        if not isinstance(capacity, (int, np.integer)) or capacity // n_envs < 2:
+            raise ValueError(
+                f"capacity={capacity!r} leaves fewer than 2 rows per env column (n_envs={n_envs}); "
+                "pass a capacity of at least 2 * n_envs (and more than the longest episode per column)."
+            )
+        overlap = set(observation_fields) & set(step_fields)
+        if overlap:
+            raise ValueError(f"Field names used both as observation and step fields: {sorted(overlap)}.")
+        self.n_envs = int(n_envs)
+        self.n_rows = int(capacity) // self.n_envs
+        self.observation_specs = dict(observation_fields)
+        self.step_specs = dict(step_fields)
+        rows = (self.n_rows, self.n_envs)
+        self.observations = {
+            name: np.zeros(rows + spec.shape, dtype=spec.dtype) for name, spec in self.observation_specs.items()
+        }
+        self.steps = {name: np.zeros(rows + spec.shape, dtype=spec.dtype) for name, spec in self.step_specs.items()}
+        self.infos: np.ndarray | None = np.empty(rows, dtype=object) if store_infos else None
+        # Step of the transition stored in a row; -1 when the row holds only an observation.
+        self.step_index = np.full(rows, -1, dtype=np.int32)
+        # Transitions of the row's episode once it has ended; 0 while it is in progress.
+        self.episode_length = np.zeros(rows, dtype=np.int32)
+        self.written = np.zeros(self.n_envs, dtype=np.int64)
+        # Absolute first row of the episode in progress in each column, -1 when none is open.
+        self.open_start = np.full(self.n_envs, -1, dtype=np.int64)
+        self.n_transitions = 0  # complete transitions of episodes whose first row is still stored
+        self.n_finished_transitions = 0  # the same, counting only episodes that have ended
+
+    # ------------------------------------------------------------------ geometry
+    def oldest(self, columns: np.ndarray | int) -> np.ndarray:
+        """Oldest absolute row still stored in each column."""
+        return np.maximum(self.written[columns] - self.n_rows, 0)
+
+    def absolute_rows(self, ring_rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """Absolute row of each stored ring row (the newest write that landed in that slot)."""
+        last = self.written[columns] - 1
+        return last - (last - ring_rows) % self.n_rows
+
+    def filled_rows(self) -> np.ndarray:
+        """Rows holding data in each column."""
+        return np.minimum(self.written, self.n_rows)
+
+    def episode_bounds(self, ring_rows: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """First and last absolute transition rows of the episode of each given transition.
+
+        For an episode in progress the last transition is the newest one stored so far.
+        """
+        absolute = self.absolute_rows(ring_rows, columns)
+        start = absolute - self.step_index[ring_rows, columns]
+        length = self.episode_length[ring_rows, columns].astype(np.int64)
+        in_progress = length == 0
+        # In an open episode the newest row holds the pending observation; its transition is the one before.
+        last = np.where(in_progress, self.written[columns] - 2, start + length - 1)
+        return start, last
+
+    def is_transition(self, ring_rows: np.ndarray, columns: np.ndarray, *, finished_only: bool = False) -> np.ndarray:
+        """Whether each slot holds a sampleable transition (complete, episode start not overwritten)."""
+        step = self.step_index[ring_rows, columns]
+        absolute = self.absolute_rows(ring_rows, columns)
+        valid = (step >= 0) & (absolute - step >= self.oldest(columns))
+        if finished_only:
+            valid &= self.episode_length[ring_rows, columns] > 0
+        return valid
+
+    # ------------------------------------------------------------------ writing
+    def _prepare_row(self, column: int, absolute: int, report: AddReport) -> int:
+        """Free ring slot of ``absolute`` for a new row; invalidate the episode whose start it held."""
+        ring = absolute % self.n_rows
+        # Rows are overwritten in absolute order, so a row whose episode started earlier lost its
+        # episode when that first row went: only overwriting a first row invalidates anything.
+        if absolute >= self.n_rows and self.step_index[ring, column] == 0:
+            old_length = int(self.episode_length[ring, column])
+            self.n_transitions -= old_length
+            self.n_finished_transitions -= old_length
+            rest = np.arange(absolute, absolute + old_length) % self.n_rows
+            report.cleared.extend((rest * self.n_envs + column).tolist())
+        self.step_index[ring, column] = -1
+        self.episode_length[ring, column] = 0
+        return ring
+
+    def _check_room(self, column: int, extra_rows: int) -> None:
+        start = self.open_start[column]
+        if start >= 0 and self.written[column] + extra_rows - start > self.n_rows:
+            raise ValueError(
+                f"The episode in progress in env column {column} needs more than {self.n_rows} rows, the "
+                "capacity of one column: raise the buffer capacity (or buffer_size) above "
+                f"n_envs * (longest episode + 1) = {self.n_envs} * {self.written[column] + extra_rows - start}."
+            )
+
+    def add(
+        self,
+        observation: Mapping[str, np.ndarray],
+        next_observation: Mapping[str, np.ndarray],
+        step: Mapping[str, np.ndarray],
+        done: np.ndarray,
+        infos: list | tuple | np.ndarray | None = None,
+    ) -> AddReport:
+        """Store one step of every env column.
+
+        :param observation: observation fields, each with a leading dimension ``n_envs``. Read only for
+            columns that start an episode: inside an episode the previous ``next_observation`` is it.
+        :param next_observation: observation fields after the step (for an episode's last step, the
+            final observation, not the reset one)
+        :param step: step fields, leading dimension ``n_envs``
+        :param done: whether each column's episode ended with this step (terminated or truncated)
+        :param infos: one info dict per column, stored by reference when ``store_infos``
+        :return: what changed, for side tables (priorities, frozen goals)
+        """
+        done = np.asarray(done, dtype=bool).reshape(self.n_envs)
+        # Check everything first, so a bad call leaves the stored data as it was.
+        for column in range(self.n_envs):
+            self._check_room(column, 2 if self.open_start[column] < 0 else 1)
+        self._check_fields(observation, self.observation_specs, "observation")
+        self._check_fields(next_observation, self.observation_specs, "next_observation")
+        self._check_fields(step, self.step_specs, "step")
+        report = AddReport()
+        for column in range(self.n_envs):
+            if self.open_start[column] < 0:
+                absolute = int(self.written[column])
+                ring = self._prepare_row(column, absolute, report)
+                for name, values in observation.items():
+                    self.observations[name][ring, column] = values[column]
+                self.open_start[column] = absolute
+                self.written[column] += 1
+            current_abs = int(self.written[column]) - 1
+            ring = current_abs % self.n_rows
+            for name, values in step.items():
+                self.steps[name][ring, column] = values[column]
+            if self.infos is not None:
+                self.infos[ring, column] = None if infos is None else infos[column]
+            self.step_index[ring, column] = current_abs - self.open_start[column]
+            report.new_transitions.append(ring * self.n_envs + column)
+            self.n_transitions += 1
+            next_abs = current_abs + 1
+            next_ring = self._prepare_row(column, next_abs, report)
+            for name, values in next_observation.items():
+                self.observations[name][next_ring, column] = values[column]
+            self.written[column] += 1
+            if done[column]:
+                self._close(column, report)
+        return report
+
+    def add_episode(
+        self,
+        column: int,
+        observations: Mapping[str, np.ndarray],
+        steps: Mapping[str, np.ndarray],
+        infos: list | np.ndarray | None = None,
+    ) -> AddReport:
+        """Store a whole finished episode in one column at once.
+
+        :param column: env column to write to (no episode may be in progress there)
+        :param observations: observation fields of shape ``(T + 1, ...)``: ``o_0 ... o_T``
+        :param steps: step fields of shape ``(T, ...)``
+        :param infos: ``T`` info dicts, or None
+        :return: what changed
+        """
+        if self.open_start[column] >= 0:
+            raise ValueError(f"An episode is in progress in env column {column}; end it before add_episode.")
+        lengths = {len(values) for values in steps.values()}
+        if len(lengths) != 1 or min(lengths) < 1:
+            raise ValueError(f"Step fields must share one length T >= 1; got lengths {sorted(lengths)}.")
+        length = lengths.pop()
+        for name, values in observations.items():
+            if len(values) != length + 1:
+                raise ValueError(f"Observation field {name!r} needs T + 1 = {length + 1} rows, got {len(values)}.")
+        if length + 1 > self.n_rows:
+            raise ValueError(
+                f"An episode of {length} steps needs {length + 1} rows but one env column holds {self.n_rows}: "
+                "raise the capacity."
+            )
+        report = AddReport()
+        first = int(self.written[column])
+        for absolute in range(first, first + length + 1):
+            self._prepare_row(column, absolute, report)
+        rings = np.arange(first, first + length + 1) % self.n_rows
+        for name, values in observations.items():
+            self.observations[name][rings, column] = values
+        for name, values in steps.items():
+            self.steps[name][rings[:-1], column] = values
+        if self.infos is not None:
+            for ring, info in zip(rings[:-1], infos if infos is not None else [None] * length, strict=True):
+                self.infos[ring, column] = info
+        self.step_index[rings[:-1], column] = np.arange(length, dtype=np.int32)
+        report.new_transitions.extend((rings[:-1] * self.n_envs + column).tolist())
+        self.n_transitions += length
+        self.open_start[column] = first
+        self.written[column] = first + length + 1
+        self._close(column, report)
+        return report
+
+    def end_episode(self, column: int) -> AddReport:
+        """Close the episode in progress in ``column`` (for example after a truncation seen late)."""
+        report = AddReport()
+        if self.open_start[column] >= 0:
+            self._close(column, report)
+        return report
+
+    def _close(self, column: int, report: AddReport) -> None:
+        start = int(self.open_start[column])
+        length = int(self.written[column]) - 1 - start
+        rings = np.arange(start, start + length + 1) % self.n_rows
+        self.episode_length[rings, column] = length
+        self.n_finished_transitions += length
+        self.open_start[column] = -1
+        report.finished.append((column, start, length))
+
+    def _check_fields(self, given: Mapping[str, np.ndarray], specs: Mapping[str, FieldSpec], what: str) -> None:
+        missing = set(specs) - set(given)
+        unknown = set(given) - set(specs)
+        if missing or unknown:
+            raise ValueError(
+                f"{what} fields do not match the storage: missing {sorted(missing)}, unknown {sorted(unknown)}; "
+                f"pass exactly {sorted(specs)}."
+            )
+        for name, values in given.items():
+            expected = (self.n_envs, *specs[name].shape)
+            shape = np.shape(values)
+            if shape != expected and not (specs[name].shape == () and shape == (self.n_envs, 1)):
+                raise ValueError(
+                    f"{what} field {name!r} has shape {shape}, expected {expected} "
+                    "(a leading dimension of n_envs, then the field's shape)."
+                )
+
+    # ------------------------------------------------------------------ reading
+    def gather(
+        self, ring_rows: np.ndarray, columns: np.ndarray, *, next_prefix: str = "next_"
+    ) -> dict[str, np.ndarray]:
+        """Copy the transitions at the given slots: observation fields, their ``next_`` values, step fields
+        and (when stored) ``infos``. The arrays are new: changing them leaves the storage as it was."""
+        next_rows = (ring_rows + 1) % self.n_rows
+        batch: dict[str, np.ndarray] = {}
+        for name, array in self.observations.items():
+            batch[name] = array[ring_rows, columns]
+            batch[next_prefix + name] = array[next_rows, columns]
+        for name, array in self.steps.items():
+            batch[name] = array[ring_rows, columns]
+        if self.infos is not None:
+            batch["infos"] = self.infos[ring_rows, columns]
+        return batch
+
+    def clear(self) -> None:
+        """Forget every stored row (the arrays keep their memory)."""
+        self.step_index.fill(-1)
+        self.episode_length.fill(0)
+        self.written.fill(0)
+        self.open_start.fill(-1)
+        self.n_transitions = 0
+        self.n_finished_transitions = 0
+        if self.infos is not None:
+            self.infos.fill(None)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the storage arrays (info dicts themselves not counted)."""
+        arrays = [*self.observations.values(), *self.steps.values(), self.step_index, self.episode_length]
+        if self.infos is not None:
+            arrays.append(self.infos)
+        return int(sum(array.nbytes for array in arrays))
