@@ -71,7 +71,8 @@ class HindsightReplay:
     :param desired_goal_key: field the new goal is written to: an observation field (then its ``next_``
         value gets it too) or a step field
     :param reward_key: step field receiving recomputed rewards (when ``reward_fn`` is given)
-    :param terminated_key: step field receiving recomputed terminations, if the storage has it
+    :param terminated_key: step field receiving recomputed terminations, if the storage has it; None keeps
+        every stored field as it is (cpprb's buffer recomputes only the reward)
     :param reward_fn: vectorized reward, see :data:`RewardFn`; None leaves rewards to the caller
     :param terminated_fn: vectorized termination for a goal, see :data:`TerminatedFn`
     :param goal_fn: maps the ``achieved_goal_key`` field to a goal (identity when None)
@@ -95,7 +96,7 @@ class HindsightReplay:
         achieved_goal_key: str = "achieved_goal",
         desired_goal_key: str = "desired_goal",
         reward_key: str = "reward",
-        terminated_key: str = "terminated",
+        terminated_key: str | None = "terminated",
         reward_fn: RewardFn | None = None,
         terminated_fn: TerminatedFn | None = None,
         goal_fn: Callable[[np.ndarray], np.ndarray] | None = None,
@@ -251,7 +252,15 @@ class HindsightReplay:
         relabeled = version > 0
         encoded = self.frozen_goals[rings[relabeled], columns[relabeled], version[relabeled] - 1]
         goal_abs, goal_columns = np.divmod(encoded, self.storage.n_envs)
-        stale = goal_abs < self.storage.oldest(goal_columns)
+        # Fix (core tests, offline `random` on episode_crossing_ring_end): a frozen goal is stale as soon
+        # as the ring overwrote the *first row* of its episode, not only its own row: the rest of that
+        # episode still holds data but is no longer sampleable, and online `random` never draws from it.
+        # The goal row holds o_{j+1}; its transition j sits one absolute row earlier.
+        transition_abs = goal_abs - 1
+        stale = transition_abs < self.storage.oldest(goal_columns)
+        stale[~stale] = ~self.storage.is_transition(
+            transition_abs[~stale] % self.storage.n_rows, goal_columns[~stale]
+        )
         if stale.any():
             # Only `random` goals live outside the transition's episode; if their row was overwritten
             # since the episode ended, a fresh random goal stands in.
@@ -287,7 +296,7 @@ class HindsightReplay:
                     "over a leading batch dimension."
                 )
             target[relabeled] = rewards.reshape(target[relabeled].shape)
-        if self.terminated_key in batch:
+        if self.terminated_key is not None and self.terminated_key in batch:
             target = batch[self.terminated_key]
             if self.terminated_fn is None:
                 target[relabeled] = 0

@@ -1,0 +1,485 @@
+"""A cpprb-compatible ``HindsightReplayBuffer`` on top of :class:`~her_wrap.core.replay.HindsightReplay`.
+
+Code written for cpprb's HER buffer runs after changing one import::
+
+    from her_wrap import HindsightReplayBuffer  # was: from cpprb import HindsightReplayBuffer
+
+    rb = HindsightReplayBuffer(size, {"obs": {"shape": n}, "act": {"shape": 1}, "next_obs": {"shape": n}},
+                               max_episode_len=n, reward_func=reward_func)
+    for step in range(n):
+        rb.add(obs=obs, act=act, next_obs=next_obs)
+    rb.on_episode_end(goal)
+    batch = rb.sample(256)            # obs, act, next_obs, rew, goal, weights, indexes
+    rb.update_priorities(batch["indexes"], np.abs(td_error))
+
+Differences from cpprb, all deliberate:
+
+- ``size`` counts real transitions, not rows: no relabeled copy is stored (see the class note).
+- ``online=True`` (default) draws new goals at every sample; ``online=False`` freezes them when the
+  episode ends, as cpprb does (only the goal indexes are stored, not copies of the transition).
+- ``seed`` makes every draw reproducible.
+- Bad input raises ``ValueError`` / ``TypeError`` that names the fix and leaves stored data as it was.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from her_wrap.core.replay import HindsightReplay, check_batch_size
+from her_wrap.core.storage import FieldSpec
+from her_wrap.core.strategies import GoalSelectionStrategy
+
+CpprbRewardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+"""``reward_func(next_state, action, goal) -> rewards``, batched over a leading dimension (cpprb's signature)."""
+
+_GOAL = "goal"
+_REWARD = "rew"
+# cpprb's buffer accepts these too; only default_dtype changes what the HER buffer stores.
+_SUPPORTED_KWARGS = ("default_dtype",)
+
+
+def _field_spec(name: str, spec: Any, default_dtype: np.dtype) -> FieldSpec:
+    """cpprb's ``env_dict`` entry (``{"shape": 3, "dtype": np.float32}``, shape 1 by default) as a FieldSpec."""
+    if not isinstance(spec, Mapping):
+        raise TypeError(
+            f"env_dict[{name!r}] must be a dict such as {{'shape': 3, 'dtype': np.float32}}, got {spec!r}."
+        )
+    shape = spec.get("shape", 1)
+    return FieldSpec(
+        tuple(np.atleast_1d(np.asarray(shape, dtype=np.int64)).tolist()), spec.get("dtype", default_dtype)
+    )
+
+
+class HindsightReplayBuffer:
+    """Replay buffer for Hindsight Experience Replay (Andrychowicz et al. 2017, arXiv:1707.01495) with
+    cpprb's ``HindsightReplayBuffer`` interface.
+
+    Steps are staged with :meth:`add` until :meth:`on_episode_end` stores the episode with its goal.
+    A sample holds every ``env_dict`` field, ``goal`` and ``rew`` (and ``weights``, ``indexes`` when
+    prioritized), each shaped ``(batch_size, *shape)``: a field of shape 1 comes back as ``(batch_size, 1)``.
+
+    Semantics:
+
+    - A share ``k / (k + 1)`` of a batch (``k = additional_goals``) carries a goal relabeled in hindsight:
+      ``goal_func(next_state[j])`` for a step ``j`` of the same episode chosen by ``strategy``:
+      ``future``: ``j`` uniform in ``[t, T - 1]``, inclusive of ``t`` (as cpprb and SB3); ``final``:
+      ``j = T - 1``; ``episode``: any step of the episode; ``random``: any stored step of any episode.
+    - ``rew`` of every sampled row is ``reward_func(next_state, action, goal)`` of that row's returned
+      values: the same numbers cpprb computes when the episode ends.
+    - ``online=True`` draws goals at sample time (each sample sees fresh goals); ``online=False`` draws
+      ``k`` goals per transition when the episode ends and a sample picks the original or one of them
+      uniformly, as cpprb (which stores ``k`` copies instead).
+    - ``strategy="final"`` has one possible new goal per episode, so, as in cpprb, ``additional_goals``
+      above 1 counts as 1 (half of a batch relabeled); ``additional_goals=0`` disables relabeling.
+    - Every field other than ``goal`` and ``rew`` comes back as stored (a ``done`` field is not recomputed
+      for the new goal; cpprb does the same).
+
+    .. note::
+        Units differ from cpprb. cpprb's ``size`` counts stored rows, ``k + 1`` per real transition
+        (the real one plus ``k`` relabeled copies), so ``size=1_000_000`` with ``k=4`` holds 200,000 real
+        transitions. Here ``size`` counts **real transitions** and no copy is stored: the buffer holds
+        :meth:`get_buffer_size` transitions (``size`` rounded up to a multiple of ``max_episode_len``) when
+        every episode has ``max_episode_len`` steps, and fewer when episodes are shorter, since an episode of
+        ``T`` steps takes ``T + 1`` rows (its final ``next_state`` is the extra one).
+
+    .. note::
+        Memory (``compact=True``, the default): the state is stored once per row and ``next_state[t]`` is
+        read from row ``t + 1``, which requires ``next_state[t] == state[t + 1]`` inside an episode.
+        :meth:`on_episode_end` checks this and raises if it does not hold. ``compact=False`` stores
+        ``state`` as an extra per-step field, so both values come back exactly as added, at the cost of a
+        second copy of the state (still no relabeled copies). In both modes new goals are read from the
+        stored ``next_state`` values.
+
+    :param size: real transitions to hold (see the note); at least ``max_episode_len``
+    :param env_dict: cpprb's field description: ``{name: {"shape": ..., "dtype": ...}}``, shape 1 and
+        ``default_dtype`` (float32) by default. Must contain ``state``, ``action`` and ``next_state``;
+        ``goal`` and ``rew`` are added by the buffer.
+    :param max_episode_len: most steps one episode may have
+    :param reward_func: ``reward_func(next_state, action, goal) -> rewards``, batched (see :data:`CpprbRewardFn`);
+        must return one reward per row, shape ``(n,)`` or ``(n, 1)``
+    :param goal_func: maps a batch of states to goals; identity when None
+    :param goal_shape: shape of a goal; the state's shape when None
+    :param state: name of the state field in ``env_dict``
+    :param action: name of the action field
+    :param next_state: name of the next-state field (same shape and dtype as ``state``)
+    :param strategy: ``"future"``, ``"final"``, ``"episode"`` or ``"random"`` (any case)
+    :param additional_goals: ``k``, relabeled goals per real one (>= 0)
+    :param prioritized: proportional prioritized replay (Schaul et al. 2016); new transitions get the
+        highest priority seen so far
+    :param online: relabel at sample time (True) or freeze the goals at episode end (False, as cpprb)
+    :param compact: store the state once per row (see the note)
+    :param seed: seed or ``np.random.Generator`` for every random draw
+    :param alpha: priority exponent (cpprb's default 0.6)
+    :param eps: added to priorities before the exponent (cpprb's default 1e-4)
+    :param kwargs: ``default_dtype`` (cpprb's, float32 by default) for fields that name no dtype
+    """
+
+    def __init__(
+        self,
+        size: int,
+        env_dict: Mapping[str, Mapping[str, Any]],
+        max_episode_len: int,
+        reward_func: CpprbRewardFn,
+        *,
+        goal_func: Callable[[np.ndarray], np.ndarray] | None = None,
+        goal_shape: Iterable[int] | int | None = None,
+        state: str = "obs",
+        action: str = "act",
+        next_state: str = "next_obs",
+        strategy: str | GoalSelectionStrategy = "future",
+        additional_goals: int = 4,
+        prioritized: bool = True,
+        online: bool = True,
+        compact: bool = True,
+        seed: int | np.random.Generator | None = None,
+        alpha: float = 0.6,
+        eps: float = 1e-4,
+        **kwargs: Any,
+    ) -> None:
+        unsupported = sorted(set(kwargs) - set(_SUPPORTED_KWARGS))
+        if unsupported:
+            raise TypeError(
+                f"HindsightReplayBuffer got unsupported keyword arguments {unsupported}; of cpprb's extra "
+                f"buffer options only {list(_SUPPORTED_KWARGS)} is supported: remove the others."
+            )
+        for name, value in (("size", size), ("max_episode_len", max_episode_len)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+        if size < max_episode_len:
+            raise ValueError(
+                f"size={size} is smaller than one episode (max_episode_len={max_episode_len}); "
+                f"pass size >= {max_episode_len}."
+            )
+        if not callable(reward_func):
+            raise TypeError(
+                f"reward_func must be callable as reward_func(next_state, action, goal), got {reward_func!r}."
+            )
+        if goal_func is not None and not callable(goal_func):
+            raise TypeError(
+                f"goal_func must be callable as goal_func(states) -> goals, or None; got {goal_func!r}."
+            )
+        strategy = GoalSelectionStrategy.parse(strategy)
+        if (
+            isinstance(additional_goals, bool)
+            or not isinstance(additional_goals, (int, np.integer))
+            or additional_goals < 0
+        ):
+            raise ValueError(
+                f"additional_goals must be an integer >= 0 (relabeled goals per real one), got {additional_goals!r}."
+            )
+        missing = [key for key in (state, action, next_state) if key not in env_dict]
+        if missing:
+            raise ValueError(
+                f"env_dict has no field {missing}; add them or pass the names of your fields as "
+                "state=, action=, next_state=."
+            )
+        reserved = [key for key in (_GOAL, _REWARD) if key in env_dict]
+        if reserved:
+            raise ValueError(
+                f"env_dict must not define {reserved}: the buffer adds these fields itself; rename yours."
+            )
+        default_dtype = np.dtype(kwargs.get("default_dtype", np.float32))
+        specs = {name: _field_spec(name, spec, default_dtype) for name, spec in env_dict.items()}
+        if specs[state] != specs[next_state]:
+            raise ValueError(
+                f"{state!r} is {specs[state]} but {next_state!r} is {specs[next_state]}; "
+                "give them the same shape and dtype in env_dict."
+            )
+        # Goals take the state's dtype, as in cpprb.
+        goal_spec = (
+            specs[state]
+            if goal_shape is None
+            else _field_spec(_GOAL, {"shape": goal_shape, "dtype": specs[state].dtype}, default_dtype)
+        )
+        if goal_func is None and goal_spec.shape != specs[state].shape:
+            raise ValueError(
+                f"goal_shape={goal_spec.shape} differs from the state's shape {specs[state].shape} but no "
+                "goal_func maps states to goals; pass goal_func (or drop goal_shape)."
+            )
+
+        self.max_episode_len = int(max_episode_len)
+        self.reward_func = reward_func
+        self.goal_func = goal_func
+        self.goal_shape = goal_spec.shape
+        self.state = state
+        self.action = action
+        self.next_state = next_state
+        self.strategy = strategy
+        # One possible final goal per episode: more copies of it would only shift the relabeled share.
+        self.additional_goals = (
+            min(int(additional_goals), 1)
+            if strategy is GoalSelectionStrategy.FINAL
+            else int(additional_goals)
+        )
+        self.prioritized = bool(prioritized)
+        self.online = bool(online)
+        self.compact = bool(compact)
+        self.env_specs = specs
+        self.reward_dtype = default_dtype
+
+        # The core keeps one observation column holding state[0], next_state[0], ..., next_state[T - 1]
+        # per episode (T + 1 rows), so its value at row t + 1 is next_state[t] and new goals come from
+        # it. Compact: that column *is* the state (state[t] == next_state[t - 1]). Not compact: the state
+        # is also stored as a step field, and the column is named after next_state.
+        self._row_field = state if self.compact else next_state
+        self._next_row_field = "next_" + self._row_field
+        if self._next_row_field in specs and self._next_row_field != next_state:
+            raise ValueError(
+                f"env_dict field {self._next_row_field!r} clashes with the name the buffer uses internally for "
+                f"{next_state!r}; rename that field."
+            )
+        step_fields = {
+            name: spec for name, spec in specs.items() if name not in (self._row_field, next_state)
+        }
+        if not self.compact:
+            step_fields[state] = specs[state]
+        step_fields[_GOAL] = goal_spec
+
+        n_episodes = math.ceil(size / self.max_episode_len)
+        self._buffer_size = n_episodes * self.max_episode_len
+        self.replay = HindsightReplay(
+            n_episodes * (self.max_episode_len + 1),
+            observation_fields={self._row_field: specs[state]},
+            step_fields=step_fields,
+            n_sampled_goal=self.additional_goals,
+            goal_selection_strategy=strategy,
+            online=self.online,
+            achieved_goal_key=self._row_field,
+            desired_goal_key=_GOAL,
+            terminated_key=None,
+            reward_fn=None,  # rewards of every row are computed here, with cpprb's signature
+            goal_fn=goal_func,
+            prioritized=self.prioritized,
+            alpha=alpha,
+            eps=eps,
+            seed=seed,
+        )
+        self._episode = {
+            name: np.zeros((self.max_episode_len, *spec.shape), dtype=spec.dtype)
+            for name, spec in specs.items()
+        }
+        self._episode_len = 0
+
+    # ------------------------------------------------------------------ adding
+    def add(self, **kwargs: Any) -> None:
+        """Stage one step, or several rows at once, of the episode in progress.
+
+        Each field is reshaped to ``(n, *shape)`` as cpprb does, so one step may be passed without a batch
+        dimension and ``n`` rows with one. Keywords that ``env_dict`` does not define are ignored (as cpprb).
+
+        :param kwargs: one value per ``env_dict`` field, all with the same number of rows ``n``
+        :raises ValueError: for a missing field, a value that does not reshape to the field's shape, fields
+            with different row counts, or an episode that would exceed ``max_episode_len`` (nothing is staged)
+        """
+        missing = [name for name in self.env_specs if name not in kwargs]
+        if missing:
+            raise ValueError(
+                f"add() is missing fields {missing}; pass every env_dict field: {list(self.env_specs)}."
+            )
+        rows: dict[str, np.ndarray] = {}
+        for name, spec in self.env_specs.items():
+            value = np.asarray(kwargs[name], dtype=spec.dtype)
+            width = math.prod(spec.shape)
+            if value.size == 0 or value.size % width:
+                raise ValueError(
+                    f"add() got {name!r} of shape {value.shape}, which is not a whole number of rows of shape "
+                    f"{spec.shape}; pass {spec.shape} for one step or (n, *{spec.shape}) for n rows."
+                )
+            rows[name] = value.reshape(-1, *spec.shape)
+        counts = {name: len(value) for name, value in rows.items()}
+        n = next(iter(counts.values()))
+        if any(count != n for count in counts.values()):
+            raise ValueError(
+                f"add() got different numbers of rows per field {counts}; pass the same count for each."
+            )
+        if self._episode_len + n > self.max_episode_len:
+            raise ValueError(
+                f"Adding {n} step(s) to the {self._episode_len} staged ones exceeds max_episode_len="
+                f"{self.max_episode_len}; call on_episode_end(goal) at the end of each episode, or raise "
+                "max_episode_len."
+            )
+        end = self._episode_len + n
+        for name, value in rows.items():
+            self._episode[name][self._episode_len : end] = value
+        self._episode_len = end
+
+    def on_episode_end(self, goal: Any) -> None:
+        """Store the staged episode with its goal and start a new one (nothing happens when none is staged).
+
+        :param goal: the goal the episode was played for, shaped ``goal_shape`` (broadcast over the steps),
+            or ``(T, *goal_shape)`` with one goal per step
+        :raises ValueError: for a goal of the wrong shape, a ``goal_func`` whose goals are not ``goal_shape``,
+            or (``compact=True``) an episode whose ``next_state[t]`` differs from ``state[t + 1]``. The staged
+            steps and the stored data stay as they were.
+        """
+        length = self._episode_len
+        if length == 0:
+            return
+        goals = self._episode_goals(goal, length)
+        states = self._episode[self.state][:length]
+        next_states = self._episode[self.next_state][:length]
+        if self.compact:
+            self._check_compact(states, next_states)
+        if self.goal_func is not None:
+            achieved = np.asarray(self.goal_func(next_states))
+            if achieved.shape != (length, *self.goal_shape):
+                raise ValueError(
+                    f"goal_func returned shape {achieved.shape} for {length} states; it must return "
+                    f"(n, *goal_shape) = {(length, *self.goal_shape)}: fix goal_func or goal_shape."
+                )
+        observations = {self._row_field: np.concatenate([states[:1], next_states])}
+        steps = {
+            name: self._episode[name][:length] for name in self.replay.storage.step_specs if name != _GOAL
+        }
+        steps[_GOAL] = goals
+        self.replay.add_episode(0, observations, steps)
+        self._episode_len = 0
+
+    @staticmethod
+    def _check_compact(states: np.ndarray, next_states: np.ndarray) -> None:
+        """Raise unless ``next_state[t] == state[t + 1]`` (NaN equal to NaN) for every step of the episode."""
+        same = next_states[:-1] == states[1:]
+        if np.issubdtype(states.dtype, np.inexact):
+            same |= np.isnan(next_states[:-1]) & np.isnan(states[1:])
+        if same.all():
+            return
+        step = int(np.flatnonzero(~same.reshape(len(same), -1).all(axis=1))[0])
+        raise ValueError(
+            f"next_state[{step}] differs from state[{step + 1}] in this episode, so the state cannot be stored "
+            "once per row; build the buffer with compact=False (the staged episode is kept: clear() drops it)."
+        )
+
+    def _episode_goals(self, goal: Any, length: int) -> np.ndarray:
+        goal_array = np.asarray(goal)
+        full = (length, *self.goal_shape)
+        if goal_array.shape == full:
+            return goal_array
+        if goal_array.size == math.prod(self.goal_shape):
+            return np.broadcast_to(goal_array.reshape(self.goal_shape), full)
+        raise ValueError(
+            f"on_episode_end got a goal of shape {goal_array.shape}, expected goal_shape={self.goal_shape} "
+            f"(or {full}, one per step); pass the episode's desired goal (set goal_shape if goals differ from states)."
+        )
+
+    # ------------------------------------------------------------------ sampling
+    def sample(self, batch_size: int, beta: float = 0.4) -> dict[str, np.ndarray]:
+        """Draw a batch with replacement; a share ``k / (k + 1)`` carries goals relabeled in hindsight.
+
+        :param batch_size: rows to draw (> 0)
+        :param beta: importance-sampling exponent in ``[0, 1]`` (prioritized only; ignored otherwise)
+        :return: new arrays ``(batch_size, *shape)``: every ``env_dict`` field, ``rew`` (float32 by default,
+            ``(batch_size, 1)``, from ``reward_func``), ``goal``, and when prioritized ``weights`` (float32,
+            largest 1 in the batch) and ``indexes`` (uint64 as cpprb, for :meth:`update_priorities`)
+        :raises ValueError: for ``batch_size <= 0``, an empty buffer, or a ``reward_func`` that does not
+            return one reward per row
+        """
+        batch_size = check_batch_size(batch_size)
+        if self.get_stored_size() == 0:
+            raise ValueError(
+                "Cannot sample: no episode is stored yet; call on_episode_end(goal) after adding an episode's steps."
+            )
+        raw = self.replay.sample(batch_size, beta)
+        batch = self._transitions(raw)
+        if self.prioritized:
+            batch["weights"] = raw["weights"]
+            batch["indexes"] = raw["indexes"].astype(np.uint64)
+        return batch
+
+    def _transitions(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """cpprb's layout (env_dict fields, ``rew``, ``goal``) from the core's gathered rows."""
+        batch = {
+            name: raw[self._next_row_field if name == self.next_state else name] for name in self.env_specs
+        }
+        goals = raw[_GOAL]
+        rewards = np.asarray(self.reward_func(batch[self.next_state], batch[self.action], goals))
+        n = len(goals)
+        if rewards.shape not in ((n,), (n, 1)):
+            raise ValueError(
+                f"reward_func returned shape {rewards.shape} for {n} rows; it must return one reward per row, "
+                f"shape ({n},) or ({n}, 1): make it vectorized over the leading dimension."
+            )
+        batch[_REWARD] = rewards.astype(self.reward_dtype, copy=False).reshape(n, 1)
+        batch[_GOAL] = goals
+        return batch
+
+    def get_all_transitions(self, shuffle: bool = False) -> dict[str, np.ndarray]:
+        """Every stored real transition with its original goal and reward (no relabeled copy: none is stored).
+
+        :param shuffle: shuffle the rows (with the buffer's generator); otherwise oldest first
+        :return: the layout of :meth:`sample` without ``weights`` and ``indexes``
+        """
+        storage = self.replay.storage
+        rings = np.flatnonzero(storage.step_index[:, 0] >= 0)
+        if rings.size == 0:
+            empty = {name: np.zeros((0, *spec.shape), spec.dtype) for name, spec in self.env_specs.items()}
+            return {
+                **empty,
+                _REWARD: np.zeros((0, 1), self.reward_dtype),
+                _GOAL: np.zeros((0, *self.goal_shape), self.env_specs[self.state].dtype),
+            }
+        columns = np.zeros_like(rings)
+        alive = storage.is_transition(rings, columns)
+        rings, columns = rings[alive], columns[alive]
+        rings = rings[np.argsort(storage.absolute_rows(rings, columns), kind="stable")]
+        if shuffle:
+            rings = self.replay.rng.permutation(rings)
+        return self._transitions(storage.gather(rings, columns))
+
+    # ------------------------------------------------------------------ priorities
+    def update_priorities(self, indexes: Any, priorities: Any) -> None:
+        """Set the priorities of sampled rows (their ``|TD error|``, typically).
+
+        With online relabeling a row is seen with a new goal at each sample: its priority is the error of
+        the goal it was last trained on.
+
+        :param indexes: ``indexes`` of a sample
+        :param priorities: finite values ``>= 0``, one per index (shape ``(n,)`` or ``(n, 1)``)
+        :raises ValueError: when built with ``prioritized=False``, or for out-of-range indexes, NaN or
+            negative priorities, or mismatched lengths (nothing changes)
+        """
+        if not self.prioritized:
+            raise ValueError(
+                "This buffer was built without prioritized replay; pass prioritized=True to use priorities."
+            )
+        index_array = np.asarray(indexes)
+        if index_array.dtype.kind == "u":
+            slots = self.replay.storage.n_rows * self.replay.storage.n_envs
+            if index_array.size and int(index_array.max()) >= slots:
+                raise ValueError(
+                    f"indexes must lie in [0, {slots}), got up to {int(index_array.max())}; pass a sample's indexes."
+                )
+            index_array = index_array.astype(np.int64)
+        priority_array = np.asarray(priorities)
+        if priority_array.ndim == 2 and priority_array.shape[1] == 1:
+            priority_array = priority_array[:, 0]
+        self.replay.update_priorities(index_array, priority_array)
+
+    def get_max_priority(self) -> float:
+        """Largest priority seen so far (1.0 at first); new transitions get it.
+
+        :raises ValueError: when built with ``prioritized=False``
+        """
+        if self.replay.prioritizer is None:
+            raise ValueError(
+                "This buffer was built without prioritized replay; pass prioritized=True to use priorities."
+            )
+        return self.replay.prioritizer.max_priority
+
+    # ------------------------------------------------------------------ sizes
+    def get_stored_size(self) -> int:
+        """Real transitions stored (staged steps of an unfinished episode not counted)."""
+        return len(self.replay)
+
+    def get_buffer_size(self) -> int:
+        """Real transitions the buffer holds when every episode has ``max_episode_len`` steps: ``size``
+        rounded up to a multiple of ``max_episode_len``. Never below :meth:`get_stored_size`."""
+        return self._buffer_size
+
+    def clear(self) -> None:
+        """Drop every stored transition and the staged episode."""
+        self.replay.clear()
+        self._episode_len = 0

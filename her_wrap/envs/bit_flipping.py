@@ -1,0 +1,209 @@
+"""The bit-flipping task of the HER paper (Andrychowicz et al. 2017, arXiv:1707.01495, section 3.1).
+
+The state is a vector of ``n_bits`` bits; each step flips bits; the episode succeeds when the state equals
+the goal. The reward is sparse (``-1`` until the goal is reached), which makes the task unlearnable for
+plain DQN beyond about 15 bits and easy with HER: the textbook test of a HER implementation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+import numpy.typing as npt
+from gymnasium import spaces
+
+#: What ``compute_reward`` and friends accept as their ``info`` argument; it is ignored.
+GoalInfo = dict[str, Any] | list[dict[str, Any]] | npt.NDArray[Any] | None
+
+
+class BitFlippingEnv(gymnasium.Env[dict[str, Any], Any]):
+    """Flip bits until the state equals the goal: the HER paper's bit-flipping task as a goal env.
+
+    Observations are dicts ``{"observation", "achieved_goal", "desired_goal"}``; each part is a
+    ``spaces.Box(0, 1, (n_bits,), dtype=np.float32)`` holding 0.0 or 1.0 (not ``MultiBinary``), so
+    stable-baselines3's ``MultiInputPolicy`` takes the dict directly and ``MlpPolicy`` takes it after
+    :class:`~her_wrap.envs.HERGoalEnvWrapper`. ``observation`` and ``achieved_goal`` are both the current
+    state.
+
+    Every episode starts from a random state and, unless ``fixed_goal``, a random goal, both drawn from the
+    env's seeded ``self.np_random`` (``reset(seed=...)`` makes episodes reproducible); the start is redrawn
+    until it differs from the goal, so no episode is solved before its first step.
+
+    - reward: ``0.0`` when the state equals the goal after the step, else ``-1.0``;
+    - ``terminated``: the state equals the goal (``info["is_success"]`` says the same);
+    - ``truncated``: ``max_steps`` steps were taken. The env enforces this limit itself, so the registered
+      ids carry no ``TimeLimit`` wrapper. On a last step that also succeeds both flags are ``True``.
+
+    .. note:: stable-baselines (v2) and stable-baselines3 fix the goal to all ones; here that is the
+        ``fixed_goal=True`` option and the default is the paper's random goal.
+
+    :param n_bits: number of bits of the state and the goal
+    :param continuous: ``False``: ``Discrete(n_bits)`` actions, action ``i`` flips bit ``i``. ``True``:
+        ``Box(-1, 1, (n_bits,), float32)`` actions, every bit whose action component is ``> 0`` flips
+    :param max_steps: steps before truncation; ``None`` means ``n_bits`` (enough to solve any episode)
+    :param fixed_goal: use the all-ones goal in every episode instead of a random one
+    :param render_mode: ``None``, ``"ansi"`` (``render()`` returns a string) or ``"human"`` (the same
+        string is printed at every reset and step)
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+
+    def __init__(
+        self,
+        n_bits: int = 10,
+        continuous: bool = False,
+        max_steps: int | None = None,
+        fixed_goal: bool = False,
+        render_mode: str | None = None,
+    ) -> None:
+        if n_bits < 1:
+            raise ValueError(f"n_bits must be at least 1, got {n_bits}.")
+        if max_steps is not None and max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1 (or None for n_bits), got {max_steps}.")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}."
+            )
+        self.n_bits = n_bits
+        self.continuous = continuous
+        self.max_steps = n_bits if max_steps is None else max_steps
+        self.fixed_goal = fixed_goal
+        self.render_mode = render_mode
+
+        bits = spaces.Box(0.0, 1.0, shape=(n_bits,), dtype=np.float32)
+        self.observation_space: spaces.Dict = spaces.Dict(
+            {"observation": bits, "achieved_goal": bits, "desired_goal": bits}
+        )
+        self.action_space: spaces.Space[Any] = (
+            spaces.Box(-1.0, 1.0, shape=(n_bits,), dtype=np.float32)
+            if continuous
+            else spaces.Discrete(n_bits)
+        )
+        self.state = np.zeros(n_bits, dtype=np.float32)
+        self.goal = np.ones(n_bits, dtype=np.float32)
+        self.current_step = 0
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, npt.NDArray[np.float32]], dict[str, Any]]:
+        """Draw a new start state and goal (start != goal) and return the first observation.
+
+        :param seed: seeds ``self.np_random`` (only when given, as gymnasium prescribes)
+        :param options: unused
+        :return: the observation dict and ``{"is_success": False}``
+        """
+        super().reset(seed=seed)
+        self.goal = np.ones(self.n_bits, dtype=np.float32) if self.fixed_goal else self._random_bits()
+        self.state = self._random_bits()
+        while np.array_equal(self.state, self.goal):
+            self.state = self._random_bits()
+        self.current_step = 0
+        self._render_human()
+        return self._observation(), {"is_success": False}
+
+    def step(
+        self, action: int | np.integer[Any] | npt.NDArray[Any]
+    ) -> tuple[dict[str, npt.NDArray[np.float32]], float, bool, bool, dict[str, Any]]:
+        """Flip the bits the action selects.
+
+        :param action: a bit index (discrete) or a vector whose positive components select bits (continuous)
+        :return: ``(observation, reward, terminated, truncated, {"is_success": terminated})``
+        """
+        flip = self._bits_to_flip(action)
+        self.state[flip] = 1.0 - self.state[flip]
+        self.current_step += 1
+        reward = float(self.compute_reward(self.state, self.goal, None))
+        terminated = reward == 0.0
+        truncated = self.current_step >= self.max_steps
+        self._render_human()
+        return self._observation(), reward, terminated, truncated, {"is_success": terminated}
+
+    def compute_reward(
+        self, achieved_goal: npt.ArrayLike, desired_goal: npt.ArrayLike, info: GoalInfo
+    ) -> npt.NDArray[np.float32]:
+        """Sparse reward, vectorized: ``0.0`` where the goals are equal, ``-1.0`` elsewhere.
+
+        :param achieved_goal: one goal, shape ``(n_bits,)``, or a batch, shape ``(B, n_bits)``
+        :param desired_goal: same shape as ``achieved_goal`` (or broadcastable to it)
+        :param info: ignored (a dict, a list or array of dicts, or ``None``)
+        :return: float32 rewards of the batch shape: shape ``()`` for one goal, ``(B,)`` for a batch
+        """
+        return np.where(self._goals_differ(achieved_goal, desired_goal), -1.0, 0.0).astype(np.float32)
+
+    def compute_terminated(
+        self, achieved_goal: npt.ArrayLike, desired_goal: npt.ArrayLike, info: GoalInfo
+    ) -> npt.NDArray[np.bool_]:
+        """Success, vectorized: ``True`` where the goals are equal (the episode ends there).
+
+        :param achieved_goal: one goal, shape ``(n_bits,)``, or a batch, shape ``(B, n_bits)``
+        :param desired_goal: same shape as ``achieved_goal`` (or broadcastable to it)
+        :param info: ignored
+        :return: bools of the batch shape
+        """
+        return ~self._goals_differ(achieved_goal, desired_goal)
+
+    def compute_truncated(
+        self, achieved_goal: npt.ArrayLike, desired_goal: npt.ArrayLike, info: GoalInfo
+    ) -> npt.NDArray[np.bool_]:
+        """Truncation never depends on the goal (the step limit does it), as in gymnasium-robotics' GoalEnv.
+
+        :param achieved_goal: one goal or a batch
+        :param desired_goal: same shape as ``achieved_goal``
+        :param info: ignored
+        :return: ``False`` for every goal, bools of the batch shape
+        """
+        return np.zeros_like(self._goals_differ(achieved_goal, desired_goal))
+
+    def render(self) -> str | None:  # type: ignore[override]
+        """Describe the state and the goal as bit strings.
+
+        :return: the description with ``render_mode="ansi"``, else ``None``
+        """
+        return self._describe() if self.render_mode == "ansi" else None
+
+    def _random_bits(self) -> npt.NDArray[np.float32]:
+        return self.np_random.integers(0, 2, size=self.n_bits).astype(np.float32)
+
+    def _observation(self) -> dict[str, npt.NDArray[np.float32]]:
+        # Fresh copies: callers keep observations, and the state changes in place at the next step.
+        return {
+            "observation": self.state.copy(),
+            "achieved_goal": self.state.copy(),
+            "desired_goal": self.goal.copy(),
+        }
+
+    def _bits_to_flip(self, action: int | np.integer[Any] | npt.NDArray[Any]) -> int | npt.NDArray[np.bool_]:
+        if self.continuous:
+            components = np.asarray(action, dtype=np.float32).reshape(-1)
+            if components.shape != (self.n_bits,):
+                raise ValueError(
+                    f"expected a continuous action of shape ({self.n_bits},), got {components.shape}."
+                )
+            return components > 0
+        index = int(np.asarray(action).item())
+        if not 0 <= index < self.n_bits:
+            raise ValueError(f"expected a discrete action in [0, {self.n_bits}), got {action!r}.")
+        return index
+
+    def _goals_differ(
+        self, achieved_goal: npt.ArrayLike, desired_goal: npt.ArrayLike
+    ) -> npt.NDArray[np.bool_]:
+        achieved, desired = np.asarray(achieved_goal), np.asarray(desired_goal)
+        for name, goal in (("achieved_goal", achieved), ("desired_goal", desired)):
+            if goal.ndim == 0 or goal.shape[-1] != self.n_bits:
+                raise ValueError(
+                    f"{name} must have shape ({self.n_bits},) or (batch, {self.n_bits}), got {goal.shape}."
+                )
+        return np.asarray(np.any(achieved != desired, axis=-1))
+
+    def _describe(self) -> str:
+        def bits(vector: npt.NDArray[np.float32]) -> str:
+            return "".join(str(int(bit)) for bit in vector)
+
+        return f"step {self.current_step}/{self.max_steps} state {bits(self.state)} goal {bits(self.goal)}"
+
+    def _render_human(self) -> None:
+        if self.render_mode == "human":
+            print(self._describe())

@@ -1,0 +1,168 @@
+"""Checks that an env can be used with HER, with error messages that name the problem and the fix.
+
+HER needs three things from an env: a dict observation with ``observation``, ``achieved_goal`` and
+``desired_goal``; goals of one shape (a relabeled desired goal *is* an achieved goal); and a
+``compute_reward(achieved_goal, desired_goal, info)`` that relabeling calls once per batch, so it should
+accept batched goals. :func:`make_vectorized_reward` falls back to one call per row, with a warning, for a
+``compute_reward`` that does not.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from gymnasium import spaces
+
+#: ``compute_reward(achieved_goal, desired_goal, info)`` as goal envs define it.
+GoalFunction = Callable[[Any, Any, Any], Any]
+
+#: The keys of a goal observation, in the order they take in a flat observation.
+GOAL_KEYS: tuple[str, str, str] = ("observation", "achieved_goal", "desired_goal")
+
+
+def check_goal_env(env: Any) -> None:
+    """Raise when ``env`` is not a goal env HER can relabel; return ``None`` when it is.
+
+    :param env: a gymnasium env (wrapped or not); ``compute_reward`` is looked up on ``env.unwrapped``
+    :raises TypeError: the observation space is not a ``spaces.Dict``, or the env has no ``compute_reward``
+    :raises ValueError: keys are missing, or ``achieved_goal`` and ``desired_goal`` differ in shape
+    """
+    space = env.observation_space
+    if not isinstance(space, spaces.Dict):
+        raise TypeError(
+            f"HER needs a goal env: its observation_space must be a spaces.Dict, got {type(space).__name__}. "
+            f"Fix: return dict observations with the keys {list(GOAL_KEYS)}."
+        )
+    missing = [key for key in GOAL_KEYS if key not in space.spaces]
+    if missing:
+        raise ValueError(
+            f"the observation_space dict lacks the keys {missing}; it has {list(space.spaces)}. "
+            f"Fix: add them, so that it has all of {list(GOAL_KEYS)}."
+        )
+    achieved_shape, desired_shape = space["achieved_goal"].shape, space["desired_goal"].shape
+    if achieved_shape != desired_shape:
+        raise ValueError(
+            f"achieved_goal has shape {achieved_shape} but desired_goal has shape {desired_shape}; HER uses "
+            "achieved goals as desired goals. Fix: give both keys the same space."
+        )
+    unwrapped = getattr(env, "unwrapped", env)
+    if not callable(getattr(unwrapped, "compute_reward", None)):
+        raise TypeError(
+            f"{type(unwrapped).__name__} has no compute_reward, which HER calls to reward relabeled goals. "
+            "Fix: define compute_reward(achieved_goal, desired_goal, info) on the env, accepting batched goals."
+        )
+
+
+def check_vectorized_reward(
+    env_or_compute_reward: Any,
+    achieved_goal_batch: npt.ArrayLike,
+    desired_goal_batch: npt.ArrayLike,
+    infos: Any = None,
+) -> bool:
+    """Whether ``compute_reward`` takes a batch of goals in one call and returns one reward per row.
+
+    :param env_or_compute_reward: a goal env (its ``unwrapped.compute_reward`` is used) or the function
+    :param achieved_goal_batch: at least 2 achieved goals, shape ``(B, ...)``
+    :param desired_goal_batch: as many desired goals, same shape
+    :param infos: what to pass as ``info`` (``None``, or one dict per row)
+    :return: ``True`` when the call returns shape ``(B,)``; ``False`` when it returns a scalar, another
+        shape, or raises (a ``compute_reward`` written for single goals often raises on a batch; a real bug
+        will raise again in the per-row fallback)
+    :raises ValueError: for fewer than 2 goals, or batches of different lengths
+    """
+    compute_reward = _resolve_compute_reward(env_or_compute_reward)
+    achieved, desired = np.asarray(achieved_goal_batch), np.asarray(desired_goal_batch)
+    if achieved.ndim == 0 or len(achieved) < 2 or achieved.shape[:1] != desired.shape[:1]:
+        raise ValueError(
+            "check_vectorized_reward needs two batches of the same length, at least 2 goals each, "
+            f"got shapes {achieved.shape} and {desired.shape}."
+        )
+    try:
+        rewards = np.asarray(compute_reward(achieved, desired, infos))
+    except Exception:
+        return False
+    return rewards.shape == (len(achieved),)
+
+
+@dataclass(frozen=True)
+class BatchedGoalFunction:
+    """A goal function (``compute_reward`` or ``compute_terminated``) that always takes batches.
+
+    Made by :func:`make_vectorized_reward`; picklable when the wrapped function is.
+
+    :param function: ``function(achieved_goal, desired_goal, info)``
+    :param vectorized: ``True``: one call per batch; ``False``: one call per row
+    """
+
+    function: GoalFunction
+    vectorized: bool
+
+    def __call__(self, achieved_goal: npt.ArrayLike, desired_goal: npt.ArrayLike, infos: Any = None) -> Any:
+        """Evaluate a batch of goals.
+
+        :param achieved_goal: shape ``(B, ...)``
+        :param desired_goal: shape ``(B, ...)``
+        :param infos: ``None``, one dict for every row, or a sequence of ``B`` dicts (one per row)
+        :return: shape ``(B,)``: the function's own output when vectorized, else the rows' results stacked
+        """
+        if self.vectorized:
+            return self.function(achieved_goal, desired_goal, infos)
+        achieved, desired = np.asarray(achieved_goal), np.asarray(desired_goal)
+        rows = [self.function(achieved[i], desired[i], _row_info(infos, i)) for i in range(len(achieved))]
+        return np.asarray(rows).reshape(len(achieved))
+
+
+def make_vectorized_reward(
+    env_or_compute_reward: Any,
+    achieved_goal_batch: npt.ArrayLike,
+    desired_goal_batch: npt.ArrayLike,
+    infos: Any = None,
+) -> BatchedGoalFunction:
+    """Wrap ``compute_reward`` so that it takes batches: natively when it can, else one call per row.
+
+    The choice is made once, here, by :func:`check_vectorized_reward` on the sample batches; the per-row
+    fallback warns once, here, since it costs one Python call per relabeled transition.
+
+    :param env_or_compute_reward: a goal env (its ``unwrapped.compute_reward`` is used) or the function
+        (``compute_terminated`` works the same way)
+    :param achieved_goal_batch: at least 2 sample achieved goals, shape ``(B, ...)``
+    :param desired_goal_batch: as many sample desired goals
+    :param infos: what to pass as ``info`` in the sample call
+    :return: a callable ``(achieved_goal, desired_goal, infos) -> shape (B,)``
+    """
+    compute_reward = _resolve_compute_reward(env_or_compute_reward)
+    vectorized = check_vectorized_reward(compute_reward, achieved_goal_batch, desired_goal_batch, infos)
+    if not vectorized:
+        warnings.warn(
+            f"{getattr(compute_reward, '__qualname__', compute_reward)!s} does not return one value per row for "
+            "a batch of goals; falling back to one call per row, which is slow. "
+            "Fix: make compute_reward accept batched goals (shape (B, goal_dim)) and return shape (B,).",
+            UserWarning,
+            stacklevel=2,
+        )
+    return BatchedGoalFunction(compute_reward, vectorized)
+
+
+def _resolve_compute_reward(env_or_compute_reward: Any) -> GoalFunction:
+    """The function itself, or a goal env's ``unwrapped.compute_reward``."""
+    if callable(env_or_compute_reward):
+        return env_or_compute_reward  # type: ignore[no-any-return]
+    unwrapped = getattr(env_or_compute_reward, "unwrapped", env_or_compute_reward)
+    compute_reward = getattr(unwrapped, "compute_reward", None)
+    if not callable(compute_reward):
+        raise TypeError(
+            f"expected a compute_reward function or a goal env that has one, got {type(unwrapped).__name__}."
+        )
+    return compute_reward  # type: ignore[no-any-return]
+
+
+def _row_info(infos: Any, row: int) -> Any:
+    """The ``info`` of one row: ``None`` and a single dict apply to every row; a sequence has one per row."""
+    if infos is None or isinstance(infos, dict):
+        return infos
+    return infos[row]

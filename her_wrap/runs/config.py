@@ -1,0 +1,447 @@
+"""Hyperparameter files: one entry per env id, validated into a :class:`RunConfig`.
+
+A file maps env ids to entries; a ``default:`` entry, when present, is merged under every entry (mappings
+merged key by key, other values replaced), and YAML anchors (``<<: *name``) work as usual::
+
+    default:
+      policy: MultiInputPolicy
+      her: {n_sampled_goal: 4, goal_selection_strategy: future, online: true}
+
+    FetchReach-v4:
+      model_class: sac
+      n_timesteps: 2e4          # read as a number (see yaml_io)
+      normalize: true
+      batch_size: 256           # any other key is a keyword argument of the learner
+      policy_kwargs: {net_arch: [64, 64]}
+
+Keys of an entry:
+
+- ``model_class``: ``dqn``, ``qrdqn``, ``sac``, ``td3``, ``ddpg`` or ``tqc``;
+- ``policy``: ``MultiInputPolicy`` (the learner sees the goal dict; the default) or ``MlpPolicy`` (a flat
+  vector through ``HERGoalEnvWrapper``);
+- ``n_timesteps``: env steps to train for;
+- ``her``: settings of the :class:`her_wrap.HER` constructor (see :data:`HER_SETTINGS`);
+- ``env_kwargs``: keyword arguments of ``gymnasium.make``;
+- ``normalize``: ``false``, ``true`` (observations and goals, not rewards) or a mapping of
+  ``VecNormalize`` arguments (``{norm_obs: true, norm_reward: true, clip_obs: 5.0}``);
+- ``n_envs``: envs stepped in parallel (default 1);
+- ``noise_type`` (``normal`` or ``ornstein-uhlenbeck``) and ``noise_std``: exploration noise of the
+  continuous-action learners;
+- every other key is a keyword argument of the learner (``learning_rate``, ``buffer_size``, ...). A key
+  that is none of these is an error that lists the valid ones.
+
+rl-baselines3-zoo's files load too: ``"dict(...)"`` strings are parsed as literals (see
+:mod:`her_wrap.runs.literals`), ``replay_buffer_class: HerReplayBuffer`` with its ``replay_buffer_kwargs``
+and the old top-level ``n_sampled_goal``/``goal_selection_strategy``/``online_sampling`` become the ``her``
+section, and when an entry has no ``model_class`` the learner comes from ``--algo`` or the file name
+(``tqc.yml``).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import inspect
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from her_wrap.core.strategies import GoalSelectionStrategy
+from her_wrap.runs.errors import UsageError
+from her_wrap.runs.learners import (
+    DISCRETE_ACTION_LEARNERS,
+    LEARNERS,
+    canonical_learner_name,
+    learner_parameters,
+)
+from her_wrap.runs.literals import looks_like_python_mapping, parse_python_literal
+from her_wrap.runs.yaml_io import load_yaml_file, parse_yaml
+
+#: Name of the entry merged under every other entry.
+DEFAULT_ENTRY = "default"
+
+#: Keys of the ``her`` section: keyword arguments of :class:`her_wrap.HER`.
+HER_SETTINGS: tuple[str, ...] = (
+    "n_sampled_goal",
+    "goal_selection_strategy",
+    "online",
+    "laber",
+    "laber_m",
+    "prioritized",
+    "alpha",
+    "beta",
+)
+
+#: Keys of an entry that are not learner kwargs.
+RUN_KEYS: tuple[str, ...] = (
+    "model_class",
+    "policy",
+    "n_timesteps",
+    "her",
+    "env_kwargs",
+    "normalize",
+    "n_envs",
+    "noise_type",
+    "noise_std",
+)
+
+POLICIES = ("MultiInputPolicy", "MlpPolicy")
+NOISE_TYPES = ("normal", "ornstein-uhlenbeck")
+VEC_NORMALIZE_KEYS = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon", "norm_obs_keys")
+
+# Zoo keys that name Python code to import: her_wrap never imports code a config names.
+_CODE_KEYS = ("env_wrapper", "vec_env_wrapper", "callback", "frame_stack")
+# Zoo HER keys her_wrap has no use for: its storage needs no episode length, infos are never deep-copied.
+_IGNORED_ZOO_HER_KEYS = ("max_episode_length", "copy_info_dict", "handle_timeout_termination")
+# Zoo HER key names -> her_wrap's.
+_ZOO_HER_RENAMES = {"online_sampling": "online"}
+_INTEGER_KEYS = ("n_timesteps", "n_envs")
+_INTEGER_HER_KEYS = ("n_sampled_goal", "laber_m")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A validated config entry: everything a run needs besides the command-line flags.
+
+    Every value is plain data (numbers, strings, lists, mappings), so :meth:`to_entry` writes it back as
+    YAML that loads into the same config.
+    """
+
+    env_id: str
+    model_class: str
+    n_timesteps: int
+    policy: str = "MultiInputPolicy"
+    n_envs: int = 1
+    her: dict[str, Any] = field(default_factory=dict)
+    learner_kwargs: dict[str, Any] = field(default_factory=dict)
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    #: ``VecNormalize`` arguments, or ``None`` for no normalization
+    normalize: dict[str, Any] | None = None
+    noise_type: str | None = None
+    noise_std: float | None = None
+
+    def to_entry(self) -> dict[str, Any]:
+        """The config as a native entry (what ``config.yml`` holds under the env id)."""
+        entry: dict[str, Any] = {
+            "model_class": self.model_class,
+            "policy": self.policy,
+            "n_timesteps": self.n_timesteps,
+            "n_envs": self.n_envs,
+            "her": copy.deepcopy(self.her),
+            **copy.deepcopy(self.learner_kwargs),
+            "env_kwargs": copy.deepcopy(self.env_kwargs),
+            "normalize": copy.deepcopy(self.normalize) if self.normalize is not None else False,
+        }
+        if self.noise_type is not None:
+            entry["noise_type"] = self.noise_type
+            entry["noise_std"] = self.noise_std
+        return entry
+
+
+def _one_line(values: Iterable[str]) -> str:
+    return ", ".join(values)
+
+
+def _suggestion(name: str, candidates: Iterable[str]) -> str:
+    matches = difflib.get_close_matches(name, list(candidates), n=1)
+    return f" (did you mean {matches[0]!r}?)" if matches else ""
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` updated by ``override``, mappings merged recursively, other values replaced; new objects."""
+    merged = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def read_entries(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Read a hyperparameter file: a mapping from env id (or ``default``) to entry.
+
+    :raises UsageError: when the file is missing, malformed, or not a mapping of mappings
+    """
+    data = load_yaml_file(path)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: expected a mapping from env id to hyperparameters, got {type(data).__name__}")
+    for key, entry in data.items():
+        if entry is None:
+            data[key] = {}
+        elif not isinstance(entry, dict):
+            raise UsageError(f"{path}: entry {key!r} must be a mapping of hyperparameters, got {entry!r}")
+    return data
+
+
+def select_entry(entries: Mapping[str, dict[str, Any]], env_id: str, source: str) -> dict[str, Any]:
+    """The entry for ``env_id`` with the ``default`` entry merged under it.
+
+    :raises UsageError: when the file has no entry for ``env_id``, naming the file and listing its entries
+    """
+    if env_id not in entries or env_id == DEFAULT_ENTRY:
+        names = [name for name in entries if name != DEFAULT_ENTRY]
+        listed = _one_line(names) if names else "none"
+        raise UsageError(
+            f"{source} has no entry for {env_id!r}{_suggestion(env_id, names)}; its entries: {listed}"
+        )
+    return deep_merge(entries.get(DEFAULT_ENTRY, {}), entries[env_id])
+
+
+def _parse_literal_strings(value: Any) -> Any:
+    if looks_like_python_mapping(value):
+        return parse_python_literal(value)
+    if isinstance(value, dict):
+        return {key: _parse_literal_strings(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_parse_literal_strings(item) for item in value]
+    return value
+
+
+def translate_zoo_keys(entry: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """Rewrite rl-baselines3-zoo forms into her_wrap's: literal strings parsed, HER keys into ``her``.
+
+    Native entries pass through unchanged (apart from ``"dict(...)"`` strings, which are parsed wherever
+    they appear).
+
+    :param entry: one entry, as read
+    :param where: ``"file: env id"`` for error messages
+    :raises UsageError: for a replay buffer other than HER, a HER key given twice, or a key that names code
+    """
+    entry = _parse_literal_strings(dict(entry))
+    for key in _CODE_KEYS:
+        if key in entry:
+            raise UsageError(
+                f"{where}: {key!r} is not supported: her_wrap does not import code named in a config; "
+                "remove it from the entry"
+            )
+    her = dict(entry.pop("her", None) or {})
+    zoo_her: dict[str, Any] = {}
+    buffer_class = entry.pop("replay_buffer_class", None)
+    buffer_kwargs = entry.pop("replay_buffer_kwargs", None) or {}
+    if buffer_class is not None:
+        if str(buffer_class).rsplit(".", 1)[-1] != "HerReplayBuffer":
+            raise UsageError(
+                f"{where}: replay_buffer_class {buffer_class!r} is not supported; her_wrap runs HER "
+                "(replay_buffer_class: HerReplayBuffer, or leave it out)"
+            )
+        if not isinstance(buffer_kwargs, dict):
+            raise UsageError(f"{where}: replay_buffer_kwargs must be a mapping, got {buffer_kwargs!r}")
+        zoo_her.update(buffer_kwargs)
+    for key in (*HER_SETTINGS, *_ZOO_HER_RENAMES, *_IGNORED_ZOO_HER_KEYS):
+        if key in entry:
+            zoo_her[key] = entry.pop(key)
+    for key, value in zoo_her.items():
+        key = _ZOO_HER_RENAMES.get(key, key)
+        if key in _IGNORED_ZOO_HER_KEYS:
+            continue
+        if key in her and her[key] != value:
+            raise UsageError(f"{where}: HER setting {key!r} is given twice ({her[key]!r} and {value!r})")
+        her[key] = value
+    entry["her"] = her
+    return entry
+
+
+def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
+    """Parse one ``-params`` item ``key:value`` into a key path and a value.
+
+    The key may be a dotted path into a section (``her.n_sampled_goal:2``, ``env_kwargs.n_bits:12``); a
+    bare HER setting (``n_sampled_goal:2``) goes into ``her`` as in the zoo. The value is read as YAML
+    (``1e-3`` a number, ``[64, 64]`` a list, ``true`` a boolean), and ``"dict(...)"`` as a literal.
+
+    :raises UsageError: when the item has no ``:`` or an empty key
+    """
+    key, separator, raw = text.partition(":")
+    key = key.strip()
+    if not separator or not key:
+        raise UsageError(f"-params expects key:value items, got {text!r}")
+    value = _parse_literal_strings(parse_yaml(raw, source=f"-params {key}"))
+    path = tuple(part for part in key.split("."))
+    if len(path) == 1 and (path[0] in HER_SETTINGS or path[0] in _ZOO_HER_RENAMES):
+        path = ("her", _ZOO_HER_RENAMES.get(path[0], path[0]))
+    if any(not part for part in path):
+        raise UsageError(f"-params key {key!r} has an empty part")
+    return path, value
+
+
+def apply_overrides(entry: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """The entry with ``-params`` items applied (see :func:`parse_override`); a new object."""
+    result = copy.deepcopy(dict(entry))
+    for text in overrides:
+        path, value = parse_override(text)
+        target = result
+        for part in path[:-1]:
+            child = target.get(part)
+            if not isinstance(child, dict):
+                child = {}
+                target[part] = child
+            target = child
+        target[path[-1]] = value
+    return result
+
+
+def _as_integer(value: Any, name: str, where: str, minimum: int | None = None) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise UsageError(f"{where}: {name} must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise UsageError(f"{where}: {name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _integral_default(parameter: inspect.Parameter) -> bool:
+    default = parameter.default
+    return isinstance(default, int) and not isinstance(default, bool)
+
+
+def _validate_her(her: Mapping[str, Any], where: str) -> dict[str, Any]:
+    unknown = [key for key in her if key not in HER_SETTINGS]
+    if unknown:
+        raise UsageError(
+            f"{where}: unknown HER setting {unknown[0]!r}{_suggestion(unknown[0], HER_SETTINGS)}; "
+            f"valid: {_one_line(HER_SETTINGS)}"
+        )
+    result = dict(her)
+    for key in _INTEGER_HER_KEYS:
+        if key in result:
+            result[key] = _as_integer(result[key], f"her.{key}", where, minimum=0)
+    if "goal_selection_strategy" in result:
+        try:
+            result["goal_selection_strategy"] = GoalSelectionStrategy.parse(
+                result["goal_selection_strategy"]
+            ).value
+        except ValueError as error:
+            raise UsageError(f"{where}: {error}") from None
+    return result
+
+
+def _validate_normalize(value: Any, where: str) -> dict[str, Any] | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return {"norm_obs": True, "norm_reward": False}
+    if isinstance(value, dict):
+        unknown = [key for key in value if key not in VEC_NORMALIZE_KEYS]
+        if unknown:
+            raise UsageError(
+                f"{where}: unknown normalize setting {unknown[0]!r}; valid: {_one_line(VEC_NORMALIZE_KEYS)}"
+            )
+        return {"norm_obs": True, "norm_reward": False, **value}
+    raise UsageError(f"{where}: normalize must be true, false or a mapping of VecNormalize arguments")
+
+
+def build_run_config(entry: Mapping[str, Any], env_id: str, where: str, algo: str | None = None) -> RunConfig:
+    """Validate a translated entry (see :func:`translate_zoo_keys`) into a :class:`RunConfig`.
+
+    :param entry: the entry, after the default merge, zoo translation and overrides
+    :param env_id: the env id the entry is for
+    :param where: ``"file: env id"`` for error messages
+    :param algo: learner name to use when the entry has no ``model_class`` (``--algo`` or the file name)
+    :raises UsageError: for a missing or unknown model class, a missing ``n_timesteps``, an unknown key
+        (listing the valid ones) or a value of the wrong kind
+    """
+    entry = dict(entry)
+    model_class = entry.pop("model_class", None) or algo
+    if model_class is None:
+        raise UsageError(
+            f"{where}: no model_class; add 'model_class: sac' (or dqn, td3, ...) to the entry or pass --algo"
+        )
+    model_class = canonical_learner_name(model_class)
+    if "n_timesteps" not in entry:
+        raise UsageError(f"{where}: no n_timesteps; add it to the entry or pass -n")
+    parameters = learner_parameters(model_class)
+    unknown = [key for key in entry if key not in RUN_KEYS and key not in parameters]
+    if unknown:
+        valid = sorted({*RUN_KEYS, *parameters})
+        raise UsageError(
+            f"{where}: unknown hyperparameter {unknown[0]!r} for {model_class}"
+            f"{_suggestion(unknown[0], valid)}; valid: {_one_line(valid)}"
+        )
+
+    policy = entry.pop("policy", "MultiInputPolicy")
+    if policy not in POLICIES:
+        raise UsageError(f"{where}: policy must be one of {_one_line(POLICIES)}, got {policy!r}")
+    n_timesteps = _as_integer(entry.pop("n_timesteps"), "n_timesteps", where, minimum=1)
+    n_envs = _as_integer(entry.pop("n_envs", 1), "n_envs", where, minimum=1)
+    her = _validate_her(entry.pop("her", None) or {}, where)
+    env_kwargs = entry.pop("env_kwargs", None) or {}
+    if not isinstance(env_kwargs, dict):
+        raise UsageError(f"{where}: env_kwargs must be a mapping, got {env_kwargs!r}")
+    normalize = _validate_normalize(entry.pop("normalize", False), where)
+    noise_type = entry.pop("noise_type", None)
+    noise_std = entry.pop("noise_std", None)
+    if noise_type is not None or noise_std is not None:
+        if model_class in DISCRETE_ACTION_LEARNERS:
+            raise UsageError(f"{where}: noise_type/noise_std apply to continuous actions, not to {model_class}")
+        if noise_type not in NOISE_TYPES:
+            raise UsageError(f"{where}: noise_type must be one of {_one_line(NOISE_TYPES)}, got {noise_type!r}")
+        if not isinstance(noise_std, (int, float)) or isinstance(noise_std, bool) or noise_std < 0:
+            raise UsageError(f"{where}: noise_std must be a non-negative number, got {noise_std!r}")
+        noise_std = float(noise_std)
+
+    learner_kwargs = {}
+    for key, value in entry.items():
+        if _integral_default(parameters[key]) and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        learner_kwargs[key] = value
+    return RunConfig(
+        env_id=env_id,
+        model_class=model_class,
+        n_timesteps=n_timesteps,
+        policy=policy,
+        n_envs=n_envs,
+        her=her,
+        learner_kwargs=learner_kwargs,
+        env_kwargs=env_kwargs,
+        normalize=normalize,
+        noise_type=noise_type,
+        noise_std=noise_std,
+    )
+
+
+def algo_from_file_name(path: str | Path) -> str | None:
+    """The learner a zoo file is for, from its name (``tqc.yml`` -> ``tqc``), or ``None``."""
+    stem = Path(path).stem.lower()
+    return stem if stem in LEARNERS else None
+
+
+def load_run_config(
+    path: str | Path,
+    env_id: str,
+    *,
+    algo: str | None = None,
+    overrides: Sequence[str] = (),
+    n_timesteps: int | None = None,
+    n_envs: int | None = None,
+) -> RunConfig:
+    """Read the entry for ``env_id`` from a hyperparameter file and validate it.
+
+    :param path: a her_wrap or rl-baselines3-zoo YAML file
+    :param env_id: the entry to read
+    :param algo: learner name that overrides the entry's ``model_class`` (``--algo``)
+    :param overrides: ``-params`` items, applied after the default merge (see :func:`parse_override`)
+    :param n_timesteps: replaces the entry's ``n_timesteps`` (``-n``)
+    :param n_envs: replaces the entry's ``n_envs`` (``--n-envs``)
+    :raises UsageError: for any problem with the file or the entry, in one line
+    """
+    source = str(path)
+    where = f"{source}: {env_id}"
+    entry = translate_zoo_keys(select_entry(read_entries(path), env_id, source), where)
+    entry = apply_overrides(entry, overrides)
+    if algo is not None:
+        entry["model_class"] = algo
+    if n_timesteps is not None:
+        entry["n_timesteps"] = n_timesteps
+    if n_envs is not None:
+        entry["n_envs"] = n_envs
+    return build_run_config(entry, env_id, where, algo=algo_from_file_name(path))
+
+
+def validate_file(path: str | Path) -> list[RunConfig]:
+    """Validate every entry of a file (``default`` merged under each); for tests and ``make lint``-style checks."""
+    entries = read_entries(path)
+    return [load_run_config(path, env_id) for env_id in entries if env_id != DEFAULT_ENTRY]

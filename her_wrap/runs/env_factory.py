@@ -1,0 +1,167 @@
+"""Env ids to vectorized goal envs: registration of the optional env packages, checks, monitors, normalization.
+
+``BitFlipping-v0`` and ``BitFlippingContinuous-v0`` come from :mod:`her_wrap.envs`; the Fetch (and other
+gymnasium-robotics) ids and the Panda ids need the ``robotics`` extra, imported only when an id needs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import functools
+import importlib
+import io
+import warnings
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+
+from her_wrap.runs.errors import UsageError
+
+ROBOTICS_EXTRA_HINT = "pip install her_wrap[robotics]"
+
+# Modules that register env ids on import, and the id prefixes that need them.
+_ENV_PACKAGES: dict[str, tuple[str, ...]] = {
+    "gymnasium_robotics": ("Fetch", "HandManipulate", "HandReach", "Adroit", "AntMaze", "PointMaze", "FrankaKitchen"),
+    "panda_gym": ("Panda",),
+}
+
+#: What the training monitor records beside return, length and time (the zoo's ``info_keywords``).
+MONITOR_INFO_KEYWORDS = ("is_success",)
+
+
+def _import_env_package(module_name: str) -> None:
+    # gymnasium_robotics prints a notice about unrelated (Adroit) envs to stderr on import: keep the
+    # console for the run's own output. Import errors still propagate.
+    with (
+        warnings.catch_warnings(),
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+    ):
+        warnings.simplefilter("ignore")
+        module = importlib.import_module(module_name)
+    if hasattr(gymnasium, "register_envs"):
+        gymnasium.register_envs(module)
+
+
+def ensure_registered(env_id: str) -> None:
+    """Make ``env_id`` known to gymnasium, importing the package that registers it.
+
+    :raises UsageError: when the id needs the robotics extra and it is missing, or when no package knows
+        the id (with the closest registered ids as a suggestion)
+    """
+    import her_wrap.envs  # noqa: F401 (registers the bit-flipping ids)
+
+    if env_id in gymnasium.registry:
+        return
+    for module_name, prefixes in _ENV_PACKAGES.items():
+        if env_id.startswith(prefixes):
+            try:
+                _import_env_package(module_name)
+            except ImportError:
+                raise UsageError(
+                    f"{env_id} needs the {module_name} package of the robotics extra: {ROBOTICS_EXTRA_HINT}"
+                ) from None
+            if env_id in gymnasium.registry:
+                return
+    # Unknown id: look for close matches among every id that can be registered.
+    for module_name in _ENV_PACKAGES:
+        with contextlib.suppress(ImportError):
+            _import_env_package(module_name)
+    matches = difflib.get_close_matches(env_id, list(gymnasium.registry), n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(matches)}?" if matches else "; no registered id is close"
+    raise UsageError(f"unknown env id {env_id!r}{hint}")
+
+
+def make_goal_env(env_id: str, **env_kwargs: Any) -> gymnasium.Env:
+    """``gymnasium.make(env_id, **env_kwargs)`` after registering the id (works in a fresh subprocess).
+
+    Module level, so ``functools.partial(make_goal_env, env_id)`` pickles for ``SubprocVecEnv``.
+    """
+    ensure_registered(env_id)
+    return gymnasium.make(env_id, **env_kwargs)
+
+
+def check_env_id(env_id: str, env_kwargs: dict[str, Any]) -> None:
+    """Make one env in this process to check that the id, the kwargs and the spaces suit HER.
+
+    Errors in ``SubprocVecEnv`` workers surface as broken pipes; this check turns them into one line first.
+
+    :raises UsageError: unknown id, kwargs the env rejects, or an env that is not a goal env
+    """
+    from her_wrap.envs import check_goal_env
+
+    ensure_registered(env_id)
+    try:
+        env = gymnasium.make(env_id, **env_kwargs)
+    except (TypeError, ValueError, gymnasium.error.Error) as error:
+        raise UsageError(f"cannot make {env_id} with env_kwargs {env_kwargs}: {error}") from None
+    try:
+        check_goal_env(env)
+    except (TypeError, ValueError) as error:
+        raise UsageError(f"{env_id} cannot be used with HER: {error}") from None
+    finally:
+        env.close()
+
+
+def make_vec_goal_env(
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    n_envs: int,
+    seed: int | None,
+    *,
+    vec_env: str = "dummy",
+    monitor_dir: Path | None = None,
+) -> Any:
+    """A ``VecEnv`` of ``n_envs`` monitored copies of a goal env.
+
+    :param env_id: registered (or registrable) id
+    :param env_kwargs: keyword arguments of ``gymnasium.make``
+    :param n_envs: number of copies
+    :param seed: copy ``i`` is seeded ``seed + i``
+    :param vec_env: ``"dummy"`` (one process) or ``"subproc"`` (one process per copy)
+    :param monitor_dir: where the monitors write ``{i}.monitor.csv`` (return, length, time and
+        ``is_success`` of every episode); ``None`` for monitors that keep no file (evaluation)
+    """
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    if vec_env not in ("dummy", "subproc"):
+        raise UsageError(f"--vec-env must be dummy or subproc, got {vec_env!r}")
+    return make_vec_env(
+        functools.partial(make_goal_env, env_id),
+        n_envs=n_envs,
+        seed=seed,
+        monitor_dir=None if monitor_dir is None else str(monitor_dir),
+        env_kwargs=env_kwargs,
+        vec_env_cls=SubprocVecEnv if vec_env == "subproc" else DummyVecEnv,
+        monitor_kwargs={"info_keywords": MONITOR_INFO_KEYWORDS},
+    )
+
+
+def normalize_vec_env(
+    venv: Any, normalize: dict[str, Any], *, gamma: float | None, training: bool, stats_path: Path | None = None
+) -> Any:
+    """Wrap a ``VecEnv`` in ``VecNormalize``, fresh or with statistics loaded from ``stats_path``.
+
+    :param venv: the env to wrap
+    :param normalize: ``VecNormalize`` arguments from the config
+    :param gamma: the learner's discount, used for reward normalization unless ``normalize`` sets one
+    :param training: ``True`` to update the statistics while stepping (training env); ``False`` for an
+        evaluation env (and its rewards are left unnormalized)
+    :param stats_path: a ``vecnormalize.pkl`` to start from
+    """
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    kwargs = dict(normalize)
+    if gamma is not None:
+        kwargs.setdefault("gamma", gamma)
+    if stats_path is not None:
+        wrapped = VecNormalize.load(str(stats_path), venv)
+    else:
+        wrapped = VecNormalize(venv, **kwargs)
+    wrapped.training = training
+    if not training:
+        wrapped.norm_reward = False
+    return wrapped

@@ -1,0 +1,418 @@
+"""The ``HER`` model class: any SB3 off-policy learner, made goal-conditioned with hindsight relabeling."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pathlib
+import zipfile
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.save_util import load_from_pkl, save_to_pkl
+from stable_baselines3.common.type_aliases import MaybeCallback
+from stable_baselines3.common.vec_env import VecEnv
+
+from her_wrap.core.strategies import GoalSelectionStrategy
+from her_wrap.envs.checks import check_goal_env
+from her_wrap.envs.goal_wrapper import GoalObservationLayout, HERGoalEnvWrapper
+from her_wrap.sb3.learners import LEARNER_NAMES, resolve_model_class, weighted_learner_class
+from her_wrap.sb3.replay_wrapper import HindsightExperienceReplayWrapper
+from her_wrap.sb3.sources import make_batch_source, validate_sampling_options
+from her_wrap.sb3.vec_flatten import VecGoalFlattenWrapper
+
+METADATA_NAME = "her_wrap.json"
+FORMAT_VERSION = 1
+
+
+class HER:
+    """Hindsight Experience Replay around a stable-baselines3 off-policy learner.
+
+    The stable-baselines (v2) ``HER`` API on gymnasium 1.x and SB3 2.x::
+
+        model = HER("MlpPolicy", BitFlippingEnv(n_bits=15), DQN, n_sampled_goal=4,
+                    goal_selection_strategy="future", verbose=1)
+        model.learn(50_000)
+        model.save("her_bitflip")
+        model = HER.load("her_bitflip", env=env)
+        action, _ = model.predict(obs, deterministic=True)   # obs: the env's own dict
+
+    The learner is built by composition and reachable as :attr:`model`; its replay buffer is a
+    :class:`~her_wrap.HindsightExperienceReplayWrapper`.
+
+    :param policy: ``"MlpPolicy"`` (the learner sees one flat vector: observation, achieved goal, desired
+        goal, through :class:`~her_wrap.HERGoalEnvWrapper`) or ``"MultiInputPolicy"`` (dict observations),
+        or a policy class
+    :param env: goal env (dict observations with ``observation``, ``achieved_goal``, ``desired_goal`` and a
+        ``compute_reward``), its gymnasium id, or an SB3 VecEnv of goal envs (``VecNormalize`` allowed)
+    :param model_class: DQN, SAC, TD3, DDPG (stable-baselines3), TQC, QRDQN (sb3-contrib), or one of
+        their lower-case names
+    :param n_sampled_goal: ``k``: a share ``k / (k + 1)`` of every batch gets hindsight goals
+    :param goal_selection_strategy: ``future`` (default), ``final``, ``episode`` or ``random``
+    :param online: relabel at sample time (default) or once at episode end (stable-baselines v2)
+    :param laber: ``"mean"``, ``"lazy"``, ``"max"`` for Large Batch Experience Replay, or None
+    :param laber_m: LaBER's large batch is ``laber_m`` times the batch size
+    :param prioritized: proportional prioritized replay (PER)
+    :param alpha: PER priority exponent
+    :param beta: PER importance exponent at the start; annealed linearly to 1 over ``learn``
+    :param store_infos: keep info dicts for ``compute_reward`` (set False when it ignores them)
+    :param model_kwargs: everything else goes to the learner (``learning_rate``, ``buffer_size``,
+        ``batch_size``, ``policy_kwargs``, ``seed``, ``verbose``...)
+    """
+
+    def __init__(
+        self,
+        policy: str | type,
+        env: gym.Env | VecEnv | str,
+        model_class: type[OffPolicyAlgorithm] | str,
+        n_sampled_goal: int = 4,
+        goal_selection_strategy: str | GoalSelectionStrategy = "future",
+        *,
+        online: bool = True,
+        laber: str | None = None,
+        laber_m: int = 4,
+        prioritized: bool = False,
+        alpha: float = 0.6,
+        beta: float = 0.4,
+        store_infos: bool = True,
+        _init_setup_model: bool = True,
+        **model_kwargs: Any,
+    ) -> None:
+        if env is None:
+            raise ValueError("HER needs an env to build its learner; pass a goal env, its id or a VecEnv.")
+        for key in ("replay_buffer_class", "replay_buffer_kwargs"):
+            if key in model_kwargs:
+                raise ValueError(
+                    f"HER supplies the learner's replay buffer: remove {key}= (set n_sampled_goal, "
+                    "goal_selection_strategy, online, prioritized or laber on HER instead)."
+                )
+        self.model_class = resolve_model_class(model_class)
+        self.policy = policy
+        self.flat = not _is_dict_policy(policy)
+        self.her_kwargs: dict[str, Any] = {
+            "n_sampled_goal": n_sampled_goal,
+            "goal_selection_strategy": GoalSelectionStrategy.parse(goal_selection_strategy).value,
+            "online": bool(online),
+            "laber": laber,
+            "laber_m": laber_m,
+            "prioritized": bool(prioritized),
+            "alpha": alpha,
+            "beta": beta,
+            "store_infos": bool(store_infos),
+        }
+        validate_sampling_options(**_sampling_options(self.her_kwargs))
+        self.layout: GoalObservationLayout | None = None
+        self._goal_env: Any = None
+        learner_env = self._prepare_env(env)
+        learner_class = self._learner_class()
+        self.model: OffPolicyAlgorithm = learner_class(policy, learner_env, _init_setup_model=False, **model_kwargs)
+        if _init_setup_model:
+            self._setup_model()
+
+    # ------------------------------------------------------------------ construction
+    def _learner_class(self) -> type[OffPolicyAlgorithm]:
+        weighted = self.her_kwargs["laber"] is not None or self.her_kwargs["prioritized"]
+        return weighted_learner_class(self.model_class) if weighted else self.model_class
+
+    def _prepare_env(self, env: Any) -> Any:
+        """Check a goal env and give the learner the observations its policy takes."""
+        if isinstance(env, str):
+            env = make_goal_env(env)
+        self._goal_env = env
+        if isinstance(env, VecEnv):
+            _check_goal_space(env.observation_space)
+            if self.flat:
+                if isinstance(env.observation_space, spaces.Box):
+                    raise ValueError(
+                        "This VecEnv already has flat observations: HER needs the goal dict to relabel. "
+                        "Build the VecEnv from the goal envs themselves; HER flattens for MlpPolicy."
+                    )
+                flat_env = VecGoalFlattenWrapper(env)
+                self.layout = flat_env.layout
+                return flat_env
+            self.layout = None
+            return env
+        if isinstance(env, HERGoalEnvWrapper):
+            if not self.flat:
+                env = env.env
+                self._goal_env = env
+            else:
+                self.layout = env.layout
+                return env
+        check_goal_env(env)
+        if self.flat:
+            wrapped = HERGoalEnvWrapper(env)
+            self.layout = wrapped.layout
+            return wrapped
+        self.layout = None
+        return env
+
+    def _setup_model(self) -> None:
+        self.model.replay_buffer = self._new_replay_buffer()
+        self.model._setup_model()
+        self._attach_batch_source()
+
+    def _new_replay_buffer(self) -> HindsightExperienceReplayWrapper:
+        return HindsightExperienceReplayWrapper(
+            self.model,
+            self.her_kwargs["n_sampled_goal"],
+            self.her_kwargs["goal_selection_strategy"],
+            self._goal_env,
+            online=self.her_kwargs["online"],
+            layout=self.layout,
+            prioritized=self.her_kwargs["prioritized"],
+            alpha=self.her_kwargs["alpha"],
+            store_infos=self.her_kwargs["store_infos"],
+            seed=self.model.seed,
+        )
+
+    def _attach_batch_source(self) -> None:
+        if hasattr(self.model, "batch_source"):
+            self.model.batch_source = make_batch_source(self.replay_buffer, **_sampling_options(self.her_kwargs))
+
+    # ------------------------------------------------------------------ the SB3 model API
+    @property
+    def replay_buffer(self) -> HindsightExperienceReplayWrapper:
+        """The learner's replay buffer."""
+        buffer = self.model.replay_buffer
+        assert isinstance(buffer, HindsightExperienceReplayWrapper)
+        return buffer
+
+    @property
+    def num_timesteps(self) -> int:
+        return self.model.num_timesteps
+
+    def learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 4,
+        tb_log_name: str = "HER",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> HER:
+        """Train the learner; see ``OffPolicyAlgorithm.learn``.
+
+        A run that resets the env closes the episodes the buffer had in progress.
+        """
+        if reset_num_timesteps or self.model._last_obs is None:
+            self.replay_buffer.end_open_episodes()
+        self.model.learn(
+            total_timesteps,
+            callback=callback,
+            log_interval=log_interval,
+            tb_log_name=tb_log_name,
+            reset_num_timesteps=reset_num_timesteps,
+            progress_bar=progress_bar,
+        )
+        return self
+
+    def predict(
+        self,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+        """Action for an observation: the env's own dict (one or a batch) or, with ``MlpPolicy``, flat vectors."""
+        if self.flat and isinstance(observation, dict):
+            assert self.layout is not None
+            observation = self.layout.flatten(observation)
+        return self.model.predict(observation, state, episode_start, deterministic)
+
+    def get_env(self) -> VecEnv | None:
+        """The learner's VecEnv."""
+        return self.model.get_env()
+
+    def set_env(self, env: gym.Env | VecEnv | str, force_reset: bool = True) -> None:
+        """Give the learner (and relabeling) a new goal env of the same task."""
+        learner_env = self._prepare_env(env)
+        self.model.set_env(learner_env, force_reset=force_reset)
+        self.replay_buffer.set_env(self._goal_env)
+        if force_reset:
+            self.replay_buffer.end_open_episodes()
+
+    def get_parameters(self) -> dict[str, dict]:
+        return self.model.get_parameters()
+
+    def set_parameters(self, load_path_or_dict: str | dict[str, Any], exact_match: bool = True) -> None:
+        self.model.set_parameters(load_path_or_dict, exact_match=exact_match)
+
+    # ------------------------------------------------------------------ files
+    def save(self, path: str | pathlib.Path, exclude: list[str] | None = None) -> None:
+        """Save the learner and the HER settings (key layout included) to one zip.
+
+        :param path: file path; ``.zip`` is appended when it has no suffix (as SB3 does)
+        """
+        path = pathlib.Path(path)
+        if path.suffix == "":
+            path = path.with_suffix(".zip")
+        self.model.save(path, exclude=exclude)
+        metadata = {
+            "format": "her_wrap",
+            "version": FORMAT_VERSION,
+            "model_class": _qualified_name(self.model_class),
+            "policy": self.policy if isinstance(self.policy, str) else _qualified_name(self.policy),
+            "flat": self.flat,
+            "layout": None if self.layout is None else self.layout.to_dict(),
+            "her": self.her_kwargs,
+        }
+        with zipfile.ZipFile(path, "a") as archive:
+            archive.writestr(METADATA_NAME, json.dumps(metadata, indent=2))
+
+    @classmethod
+    def load(
+        cls,
+        path: str | pathlib.Path,
+        env: gym.Env | VecEnv | str | None = None,
+        custom_objects: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> HER:
+        """Load a model saved by :meth:`save`. Without ``env`` it can predict (the key layout is saved).
+
+        :param path: the zip (``.zip`` may be left out)
+        :param env: goal env to keep training or evaluating with; its spaces must match the saved ones
+        :param custom_objects: passed to SB3's load
+        :param kwargs: passed to SB3's load (``device``, ``print_system_info``, attribute overrides)
+        """
+        path = pathlib.Path(path)
+        if not path.exists() and path.with_suffix(".zip").exists():
+            path = path.with_suffix(".zip")
+        metadata = read_metadata(path)
+        her = cls.__new__(cls)
+        her.model_class = _import_qualified(metadata["model_class"])
+        her.policy = metadata["policy"]
+        her.flat = bool(metadata["flat"])
+        her.her_kwargs = dict(metadata["her"])
+        her.layout = None if metadata["layout"] is None else GoalObservationLayout.from_dict(metadata["layout"])
+        saved_layout = her.layout
+        her._goal_env = None
+        learner_env = her._prepare_env(env) if env is not None else None
+        if her.flat and saved_layout is not None and her.layout != saved_layout:
+            raise ValueError(
+                f"The env's goal observation layout {her.layout} differs from the saved model's "
+                f"{saved_layout}: pass an env of the task the model was trained on."
+            )
+        her.layout = saved_layout
+        try:
+            her.model = her._learner_class().load(
+                path, env=learner_env, custom_objects=custom_objects, **kwargs
+            )
+        except ValueError as error:
+            if "spaces do not match" in str(error) or "space" in str(error).lower():
+                raise ValueError(
+                    f"The env's spaces differ from the saved model's ({error}): pass an env of the task the "
+                    "model was trained on."
+                ) from error
+            raise
+        her.model.replay_buffer = her._new_replay_buffer()
+        her._attach_batch_source()
+        return her
+
+    def save_replay_buffer(self, path: str | pathlib.Path) -> None:
+        """Pickle the replay buffer (its goal functions are left out; :meth:`load_replay_buffer` restores them)."""
+        save_to_pkl(path, self.replay_buffer, self.model.verbose)
+
+    def load_replay_buffer(self, path: str | pathlib.Path) -> None:
+        """Load a buffer saved by :meth:`save_replay_buffer`; episodes it had in progress are closed."""
+        buffer = load_from_pkl(path, self.model.verbose)
+        if not isinstance(buffer, HindsightExperienceReplayWrapper):
+            raise ValueError(
+                f"{path} holds a {type(buffer).__name__}, not a her_wrap replay buffer: load files written "
+                "by HER.save_replay_buffer."
+            )
+        buffer.device = self.model.device
+        if self._goal_env is not None:
+            buffer.set_env(self._goal_env)
+        buffer.end_open_episodes()
+        self.model.replay_buffer = buffer
+        self._attach_batch_source()
+
+
+def read_metadata(path: str | pathlib.Path) -> dict[str, Any]:
+    """The HER settings stored in a model zip.
+
+    :raises ValueError: when the file is not a zip written by :meth:`HER.save`
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if METADATA_NAME not in archive.namelist():
+                raise ValueError(
+                    f"{path} is not a her_wrap model (no {METADATA_NAME} inside): load plain SB3 models with "
+                    "their own class, e.g. SAC.load(path)."
+                )
+            metadata = json.loads(archive.read(METADATA_NAME))
+    except (zipfile.BadZipFile, IsADirectoryError) as error:
+        raise ValueError(f"{path} is not a her_wrap model (not a zip file): pass a file written by HER.save.") from error
+    except FileNotFoundError as error:
+        raise ValueError(f"{path} does not exist: pass the path given to HER.save.") from error
+    if metadata.get("format") != "her_wrap" or metadata.get("version", 0) > FORMAT_VERSION:
+        raise ValueError(f"{path} has an unknown her_wrap format {metadata.get('version')}: upgrade her_wrap.")
+    return metadata
+
+
+def make_goal_env(env_id: str, **env_kwargs: Any) -> gym.Env:
+    """``gymnasium.make`` for goal envs, registering her_wrap's, gymnasium-robotics' and panda-gym's ids."""
+    import her_wrap.envs  # noqa: F401  (registers the bit-flipping ids)
+
+    if env_id not in gym.registry:
+        _register_optional(env_id)
+    return gym.make(env_id, **env_kwargs)
+
+
+def _register_optional(env_id: str) -> None:
+    try:
+        if env_id.startswith("Panda"):
+            import panda_gym  # noqa: F401
+        else:
+            import gymnasium_robotics
+
+            gym.register_envs(gymnasium_robotics)
+    except ImportError as error:
+        raise ValueError(
+            f"{env_id} needs the robotics extra ({error.name} is missing): pip install 'her_wrap[robotics]'."
+        ) from error
+
+
+def _check_goal_space(space: spaces.Space) -> None:
+    if not isinstance(space, spaces.Dict):
+        return  # flat VecEnvs get their own error where the policy is known
+    missing = {"observation", "achieved_goal", "desired_goal"} - set(space.spaces)
+    if missing:
+        raise ValueError(
+            f"The VecEnv's observations lack the goal keys {sorted(missing)} (it has {sorted(space.spaces)}): "
+            "HER needs dict observations with observation, achieved_goal and desired_goal."
+        )
+    if space["achieved_goal"].shape != space["desired_goal"].shape:
+        raise ValueError(
+            f"achieved_goal {space['achieved_goal'].shape} and desired_goal {space['desired_goal'].shape} "
+            "differ in shape: a relabeled goal must fit where the desired goal goes."
+        )
+
+
+def _is_dict_policy(policy: str | type) -> bool:
+    name = policy if isinstance(policy, str) else getattr(policy, "__name__", "")
+    return "MultiInput" in name
+
+
+def _sampling_options(her_kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {key: her_kwargs[key] for key in ("laber", "laber_m", "prioritized", "alpha", "beta")}
+
+
+def _qualified_name(obj: Any) -> str:
+    return f"{obj.__module__}:{obj.__qualname__}"
+
+
+def _import_qualified(name: str) -> Any:
+    module, _, qualname = name.partition(":")
+    target: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
+
+
+__all__ = ["HER", "LEARNER_NAMES", "BaseAlgorithm", "make_goal_env", "read_metadata"]
