@@ -178,7 +178,11 @@ def tag(episode: int, step: int) -> np.ndarray:
 
 
 def observation_of(episode: int, step: int) -> dict[str, np.ndarray]:
-    return {"observation": tag(episode, step), "achieved_goal": tag(episode, step), "desired_goal": stored_goal(episode)}
+    return {
+        "observation": tag(episode, step),
+        "achieved_goal": tag(episode, step),
+        "desired_goal": stored_goal(episode),
+    }
 
 
 def step_of(episode: int, step: int, length: int) -> dict[str, Any]:
@@ -194,7 +198,9 @@ def _stack(per_column: list[Mapping[str, Any]]) -> dict[str, np.ndarray]:
     return {name: np.stack([np.asarray(values[name]) for values in per_column]) for name in per_column[0]}
 
 
-def feed(buffer: EpisodeStorage | HindsightReplay, trajectory: Trajectory, oracle: Oracle | None = None) -> Oracle:
+def feed(
+    buffer: EpisodeStorage | HindsightReplay, trajectory: Trajectory, oracle: Oracle | None = None
+) -> Oracle:
     """Add the trajectory step by step (all columns at once, as a VecEnv) and return its oracle.
 
     :param oracle: the oracle of what the buffer already holds (its episodes must have ended), to go on from

@@ -153,7 +153,9 @@ def test_drawn_transitions_belong_to_episodes_not_overwritten(
 
 @ON_TRAJECTORIES
 @ONLINE
-def test_next_observation_of_transition_t_is_observation_t_plus_1(trajectory: Trajectory, online: bool) -> None:
+def test_next_observation_of_transition_t_is_observation_t_plus_1(
+    trajectory: Trajectory, online: bool
+) -> None:
     batch, _ = _sample(trajectory, "future", online)
     episodes, steps = _episodes_and_steps(batch)
     np.testing.assert_array_equal(batch["next_observation"], np.c_[episodes, steps + 1])
@@ -167,7 +169,12 @@ def test_last_step_next_observation_is_the_final_observation_given_to_add(
     """The final observation is [e, T]; the reset observation of the next episode would be [e + 1, 0]."""
     batch, oracle = _sample(trajectory, "future", online)
     episodes, steps = _episodes_and_steps(batch)
-    last = np.array([oracle.episodes[e].closed and t == oracle.episodes[e].steps - 1 for e, t in zip(episodes, steps)])
+    last = np.array(
+        [
+            oracle.episodes[e].closed and t == oracle.episodes[e].steps - 1
+            for e, t in zip(episodes, steps, strict=True)
+        ]
+    )
     np.testing.assert_array_equal(batch["next_achieved_goal"][last], np.c_[episodes, steps + 1][last])
 
 
@@ -179,7 +186,9 @@ def test_last_step_next_observation_is_the_final_observation_given_to_add(
 @ON_TRAJECTORIES
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("k", [1, 4])
-def test_online_relabels_floor_of_batch_times_k_over_k_plus_1(trajectory: Trajectory, strategy: str, k: int) -> None:
+def test_online_relabels_floor_of_batch_times_k_over_k_plus_1(
+    trajectory: Trajectory, strategy: str, k: int
+) -> None:
     batch, _ = _sample(trajectory, strategy, True, n_sampled_goal=k)
     assert batch["relabeled"].sum() == BATCH * k // (k + 1)
 
@@ -283,7 +292,9 @@ def test_rows_not_relabeled_keep_their_stored_terminated(trajectory: Trajectory,
 @ON_TRAJECTORIES
 @ONLINE
 @pytest.mark.parametrize("strategy", STRATEGIES)
-def test_truncation_is_kept_as_stored_on_every_row(trajectory: Trajectory, online: bool, strategy: str) -> None:
+def test_truncation_is_kept_as_stored_on_every_row(
+    trajectory: Trajectory, online: bool, strategy: str
+) -> None:
     batch, oracle = _sample(trajectory, strategy, online, terminated_fn=terminated_fn)
     episodes, steps = _episodes_and_steps(batch)
     expected = [
@@ -353,9 +364,13 @@ def test_changing_a_sample_changes_no_stored_data(online: bool) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "member"), [("FUTURE", "future"), ("Final", "final"), (" episode ", "episode")])
+@pytest.mark.parametrize(
+    ("name", "member"), [("FUTURE", "future"), ("Final", "final"), (" episode ", "episode")]
+)
 def test_strategy_names_are_case_insensitive(name: str, member: str) -> None:
-    assert make_replay(TRAJECTORIES[0], goal_selection_strategy=name).strategy is GoalSelectionStrategy(member)
+    assert make_replay(TRAJECTORIES[0], goal_selection_strategy=name).strategy is GoalSelectionStrategy(
+        member
+    )
 
 
 def test_unknown_strategy_is_refused_with_the_valid_names() -> None:
@@ -455,7 +470,9 @@ def test_prioritized_draw_frequencies_follow_priorities(online: bool) -> None:
     replay.update_priorities(slots, priorities)
     drawn = np.concatenate([replay.sample(BATCH)["indexes"] for _ in range(100)])
     observed = np.array([(drawn == slot).sum() for slot in slots])
-    expected = drawn.size * (priorities + replay.prioritizer.eps) / (priorities + replay.prioritizer.eps).sum()
+    expected = (
+        drawn.size * (priorities + replay.prioritizer.eps) / (priorities + replay.prioritizer.eps).sum()
+    )
     assert stats.chisquare(observed, expected).pvalue > 1e-3
 
 

@@ -71,6 +71,7 @@ HER_SETTINGS: tuple[str, ...] = (
     "prioritized",
     "alpha",
     "beta",
+    "store_infos",
 )
 
 #: Keys of an entry that are not learner kwargs.
@@ -267,19 +268,23 @@ def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
     return path, value
 
 
+def set_in(entry: dict[str, Any], path: Sequence[str], value: Any) -> None:
+    """Set ``entry[path[0]][path[1]]... = value`` in place, creating sections that are missing."""
+    target = entry
+    for part in path[:-1]:
+        child = target.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            target[part] = child
+        target = child
+    target[path[-1]] = value
+
+
 def apply_overrides(entry: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
     """The entry with ``-params`` items applied (see :func:`parse_override`); a new object."""
     result = copy.deepcopy(dict(entry))
     for text in overrides:
-        path, value = parse_override(text)
-        target = result
-        for part in path[:-1]:
-            child = target.get(part)
-            if not isinstance(child, dict):
-                child = {}
-                target[part] = child
-            target = child
-        target[path[-1]] = value
+        set_in(result, *parse_override(text))
     return result
 
 
@@ -409,7 +414,27 @@ def algo_from_file_name(path: str | Path) -> str | None:
     return stem if stem in LEARNERS else None
 
 
-def load_run_config(
+@dataclass(frozen=True)
+class ConfigEntry:
+    """An entry as read, before validation: for callers that change it further (Optuna trials).
+
+    :param entry: the entry after the default merge, zoo translation and overrides
+    :param env_id: the env id it is for
+    :param where: ``"file: env id"`` for error messages
+    :param file_algo: the learner a zoo file's name implies, or ``None``
+    """
+
+    entry: dict[str, Any]
+    env_id: str
+    where: str
+    file_algo: str | None
+
+    def validate(self, entry: Mapping[str, Any] | None = None) -> RunConfig:
+        """Validate this entry, or a changed copy of it, into a :class:`RunConfig`."""
+        return build_run_config(self.entry if entry is None else entry, self.env_id, self.where, self.file_algo)
+
+
+def load_entry(
     path: str | Path,
     env_id: str,
     *,
@@ -417,12 +442,12 @@ def load_run_config(
     overrides: Sequence[str] = (),
     n_timesteps: int | None = None,
     n_envs: int | None = None,
-) -> RunConfig:
-    """Read the entry for ``env_id`` from a hyperparameter file and validate it.
+) -> ConfigEntry:
+    """Read the entry for ``env_id`` from a hyperparameter file, without validating it yet.
 
     :param path: a her_wrap or rl-baselines3-zoo YAML file
     :param env_id: the entry to read
-    :param algo: learner name that overrides the entry's ``model_class`` (``--algo``)
+    :param algo: learner name that replaces the entry's ``model_class`` (``--algo``)
     :param overrides: ``-params`` items, applied after the default merge (see :func:`parse_override`)
     :param n_timesteps: replaces the entry's ``n_timesteps`` (``-n``)
     :param n_envs: replaces the entry's ``n_envs`` (``--n-envs``)
@@ -438,10 +463,31 @@ def load_run_config(
         entry["n_timesteps"] = n_timesteps
     if n_envs is not None:
         entry["n_envs"] = n_envs
-    return build_run_config(entry, env_id, where, algo=algo_from_file_name(path))
+    return ConfigEntry(entry, env_id, where, algo_from_file_name(path))
+
+
+def load_run_config(
+    path: str | Path,
+    env_id: str,
+    *,
+    algo: str | None = None,
+    overrides: Sequence[str] = (),
+    n_timesteps: int | None = None,
+    n_envs: int | None = None,
+) -> RunConfig:
+    """Read and validate the entry for ``env_id``; the arguments are those of :func:`load_entry`.
+
+    :raises UsageError: for any problem with the file or the entry, in one line
+    """
+    return load_entry(
+        path, env_id, algo=algo, overrides=overrides, n_timesteps=n_timesteps, n_envs=n_envs
+    ).validate()
 
 
 def validate_file(path: str | Path) -> list[RunConfig]:
-    """Validate every entry of a file (``default`` merged under each); for tests and ``make lint``-style checks."""
+    """Validate every entry of a file (``default`` merged under each).
+
+    :raises UsageError: at the first entry that does not validate
+    """
     entries = read_entries(path)
     return [load_run_config(path, env_id) for env_id in entries if env_id != DEFAULT_ENTRY]

@@ -44,7 +44,8 @@ def twin_critic_loss(
 
     Summing one weighted mean per critic, rather than weighting a per-sample sum over critics, keeps the
     order of operations of stock ``sum(F.mse_loss(q, target) for q in current_q_values)``, so the
-    unweighted value equals it bit for bit and not only to rounding.
+    unweighted loss reproduces stock training exactly (the tests find identical parameters), not only to
+    rounding.
 
     :param current_q_values: ``Q_i(s, a)`` of each critic, each of shape ``(B, 1)``
     :param target_q_values: TD target, shape ``(B, 1)``, no gradient

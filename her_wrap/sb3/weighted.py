@@ -13,10 +13,10 @@ records, learning-rate schedule, gradient clipping, n-step ``discounts``) with t
   (``(w * loss).mean()``). Without weights it equals the stock loss.
 
 .. note::
-    Only the critic loss is weighted, as in the LaBER paper. The actor (SAC, TQC, TD3, DDPG) and SAC/TQC's
-    entropy coefficient see the same batch, averaged without weights: the weights correct the
-    distribution of TD targets the critic regresses on, while the policy update is not an estimate of
-    that expectation.
+    Only the critic / Q loss is weighted: LaBER's paper derives its weights for the gradient of the TD
+    loss and leaves the actor alone. The actor (SAC, TQC, TD3, DDPG) and SAC/TQC's entropy coefficient
+    train on the same batch (the sub-sampled one, for LaBER) with an unweighted mean, so their update
+    follows the distribution the source sampled from rather than the uniform replay distribution.
 
 Example::
 

@@ -1,0 +1,120 @@
+"""Command-line options that several ``her-wrap`` subcommands share, and their defaults."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from her_wrap.runs.errors import UsageError
+
+DEFAULT_CONFIG = Path("configs") / "her.yml"
+
+
+def default_config_path() -> Path:
+    """``configs/her.yml`` of the current folder, else the one of the her_wrap checkout being run."""
+    import her_wrap
+
+    candidates = [Path.cwd() / DEFAULT_CONFIG, Path(her_wrap.__file__).resolve().parent.parent / DEFAULT_CONFIG]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise UsageError(f"no {DEFAULT_CONFIG} here or in the her_wrap checkout; pass one with -c/--conf")
+
+
+def draw_seed() -> int:
+    """A fresh seed from the OS, recorded in ``args.yml`` so the run can be repeated."""
+    return int(np.random.SeedSequence().generate_state(1)[0] % (2**31 - 1))
+
+
+def progress_bar_enabled(requested: bool | None) -> bool:
+    """``--progress``/``--no-progress`` when given, else on only when stdout is a terminal."""
+    return sys.stdout.isatty() if requested is None else requested
+
+
+def set_torch_threads(num_threads: int | None) -> None:
+    """Limit torch's intra-op threads (``--num-threads``); ``None`` leaves torch's default."""
+    if num_threads is not None:
+        import torch
+
+        torch.set_num_threads(num_threads)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type for counts: ``20000``, ``2e4`` and ``20_000`` all read as 20000."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if not value.is_integer() or value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(value)
+
+
+def add_env_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", required=True, metavar="ENV_ID", help="gymnasium env id, e.g. BitFlipping-v0")
+
+
+def add_log_folder_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-f",
+        "--log-folder",
+        "--folder",
+        dest="log_folder",
+        type=Path,
+        default=Path("logs"),
+        help="log folder; runs go to LOG_FOLDER/her/ENV_ID_N (default: logs)",
+    )
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-c",
+        "--conf",
+        "--conf-file",
+        dest="conf",
+        type=Path,
+        default=None,
+        help="hyperparameter YAML, her_wrap's or rl-baselines3-zoo's (default: configs/her.yml)",
+    )
+    parser.add_argument(
+        "--algo",
+        default=None,
+        help="learner (dqn, qrdqn, sac, td3, ddpg, tqc) when the entry has no model_class, "
+        "or to replace it (default: the entry's, else the zoo file's name)",
+    )
+    parser.add_argument(
+        "-params",
+        "--hyperparams",
+        dest="hyperparams",
+        nargs="+",
+        default=[],
+        metavar="KEY:VALUE",
+        help="override hyperparameters, e.g. -params learning_rate:1e-3 her.n_sampled_goal:2 "
+        "policy_kwargs:'dict(net_arch=[64, 64])'",
+    )
+    parser.add_argument(
+        "-n", "--n-timesteps", dest="n_timesteps", type=positive_int, default=None, help="replace n_timesteps"
+    )
+
+
+def add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, default=None, help="random seed (default: drawn and recorded)")
+    parser.add_argument("--device", default="auto", help="torch device: auto, cpu, cuda (default: auto)")
+    parser.add_argument(
+        "--num-threads", type=positive_int, default=None, help="torch CPU threads (default: torch's choice)"
+    )
+    parser.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="0 quiet, 1 info (default), 2 debug")
+
+
+def plain_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """The parsed arguments as YAML-ready data (paths as strings, the dispatch function left out)."""
+    plain: dict[str, Any] = {}
+    for key, value in vars(args).items():
+        if callable(value):
+            continue
+        plain[key] = str(value) if isinstance(value, Path) else value
+    return plain

@@ -1,0 +1,166 @@
+"""Training callbacks of a run: periodic greedy evaluation and atomic checkpoints.
+
+Both are stable-baselines3 callbacks (the learner calls them after every env step) that also hold the
+:class:`her_wrap.HER` agent, because saving must go through HER (the learner's own ``save`` would write a
+file ``HER.load`` cannot read). Both count in env steps (``num_timesteps``, all envs together), so their
+frequencies mean the same with any ``n_envs`` and continue correctly in a resumed run.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+from her_wrap.runs.atomic import atomic_write
+from her_wrap.runs.checkpoints import save_agent, save_checkpoint
+from her_wrap.runs.evaluation import EvaluationResult, evaluate_agent
+
+
+def _next_multiple(value: int, step: int) -> int:
+    return (value // step + 1) * step
+
+
+class SuccessEvalCallback(BaseCallback):
+    """Evaluate the agent greedily every ``eval_freq`` env steps and once more when training ends.
+
+    Writes ``evaluations.npz`` with the arrays of stable-baselines3's ``EvalCallback`` (``timesteps``,
+    ``results``, ``ep_lengths``, ``successes``: one row per evaluation, one column per episode) and saves
+    the agent as ``best_model.zip`` whenever an evaluation beats every earlier one (higher success rate,
+    then higher mean return). Training and evaluation envs share normalization statistics: the eval env's
+    are copied from the training env's before every evaluation.
+
+    :param agent: the :class:`her_wrap.HER` being trained
+    :param eval_env: a ``VecEnv`` of monitored goal envs (maybe a non-training ``VecNormalize``)
+    :param eval_freq: env steps between evaluations; ``<= 0`` disables evaluation
+    :param n_eval_episodes: episodes per evaluation
+    :param evaluations_path: where to write ``evaluations.npz``, or ``None``
+    :param best_model_path: where to save the best agent, or ``None``
+    :param best_vecnormalize_path: where to save the statistics that go with the best agent, or ``None``
+    :param train_normalize: the training ``VecNormalize``, or ``None``
+    :param eval_normalize: the evaluation ``VecNormalize``, or ``None``
+    :param after_evaluation: called with each result; returning ``False`` stops training (Optuna pruning)
+    :param verbose: 1 prints each evaluation
+    """
+
+    def __init__(
+        self,
+        agent: Any,
+        eval_env: Any,
+        *,
+        eval_freq: int,
+        n_eval_episodes: int,
+        evaluations_path: Path | None = None,
+        best_model_path: Path | None = None,
+        best_vecnormalize_path: Path | None = None,
+        train_normalize: Any = None,
+        eval_normalize: Any = None,
+        after_evaluation: Callable[[EvaluationResult], bool] | None = None,
+        verbose: int = 1,
+    ) -> None:
+        super().__init__(verbose=verbose)
+        self.agent = agent
+        self.eval_env = eval_env
+        self.eval_freq = eval_freq
+        self.n_eval_episodes = n_eval_episodes
+        self.evaluations_path = evaluations_path
+        self.best_model_path = best_model_path
+        self.best_vecnormalize_path = best_vecnormalize_path
+        self.train_normalize = train_normalize
+        self.eval_normalize = eval_normalize
+        self.after_evaluation = after_evaluation
+        self.results: list[tuple[int, EvaluationResult]] = []
+        self.best: EvaluationResult | None = None
+        self.stopped_early = False
+        self._next_evaluation = 0
+
+    def _on_training_start(self) -> None:
+        if self.eval_freq > 0:
+            self._next_evaluation = _next_multiple(self.num_timesteps, self.eval_freq)
+
+    def _on_step(self) -> bool:
+        if self.eval_freq <= 0 or self.num_timesteps < self._next_evaluation:
+            return True
+        self._next_evaluation = _next_multiple(self.num_timesteps, self.eval_freq)
+        return self.evaluate()
+
+    def _on_training_end(self) -> None:
+        already_evaluated = bool(self.results) and self.results[-1][0] == self.num_timesteps
+        if self.eval_freq > 0 and not self.stopped_early and not already_evaluated:
+            self.evaluate()
+
+    def evaluate(self) -> bool:
+        """Run one evaluation now; return whether training should go on."""
+        if self.train_normalize is not None and self.eval_normalize is not None:
+            self.eval_normalize.obs_rms = copy.deepcopy(self.train_normalize.obs_rms)
+        result = evaluate_agent(self.agent, self.eval_env, self.n_eval_episodes)
+        self.results.append((self.num_timesteps, result))
+        if self.verbose >= 1:
+            print(f"Eval num_timesteps={self.num_timesteps}: {result.summary()}", flush=True)
+        self.logger.record("eval/success_rate", result.success_rate)
+        self.logger.record("eval/mean_reward", result.mean_return)
+        self.logger.record("eval/mean_ep_length", result.mean_length)
+        self.logger.dump(self.num_timesteps)
+        if self.evaluations_path is not None:
+            self._write_evaluations(self.evaluations_path)
+        if self.best is None or result.ranking_key() > self.best.ranking_key():
+            self.best = result
+            if self.best_model_path is not None:
+                save_agent(
+                    self.agent,
+                    self.best_model_path,
+                    vec_normalize=self.train_normalize,
+                    vecnormalize_path=self.best_vecnormalize_path,
+                )
+        if self.after_evaluation is not None and not self.after_evaluation(result):
+            self.stopped_early = True
+            return False
+        return True
+
+    def _write_evaluations(self, path: Path) -> None:
+        # Episodes per evaluation are fixed, so the rows stack into 2-D arrays as SB3 writes them.
+        arrays = {
+            "timesteps": np.array([timesteps for timesteps, _ in self.results]),
+            "results": np.array([result.returns for _, result in self.results]),
+            "ep_lengths": np.array([result.lengths for _, result in self.results]),
+            "successes": np.array([result.successes for _, result in self.results]),
+        }
+        atomic_write(path, lambda temporary: np.savez(temporary, **arrays))  # type: ignore[arg-type]
+
+
+class CheckpointCallback(BaseCallback):
+    """Save an atomic checkpoint (agent, replay buffer, statistics) every ``save_freq`` env steps.
+
+    See :mod:`her_wrap.runs.checkpoints` for the files and why a kill during a save is harmless.
+
+    :param agent: the :class:`her_wrap.HER` being trained
+    :param run_dir: the run folder
+    :param save_freq: env steps between checkpoints; ``<= 0`` disables them
+    :param vec_normalize: the training ``VecNormalize``, or ``None``
+    :param verbose: 1 prints each checkpoint
+    """
+
+    def __init__(self, agent: Any, run_dir: Path, save_freq: int, vec_normalize: Any = None, verbose: int = 1):
+        super().__init__(verbose=verbose)
+        self.agent = agent
+        self.run_dir = run_dir
+        self.save_freq = save_freq
+        self.vec_normalize = vec_normalize
+        self._next_save = 0
+
+    def _on_training_start(self) -> None:
+        if self.save_freq > 0:
+            self._next_save = _next_multiple(self.num_timesteps, self.save_freq)
+
+    def _on_step(self) -> bool:
+        if self.save_freq <= 0 or self.num_timesteps < self._next_save:
+            return True
+        self._next_save = _next_multiple(self.num_timesteps, self.save_freq)
+        saved = save_checkpoint(self.agent, self.run_dir, self.num_timesteps, self.vec_normalize)
+        if self.verbose >= 1:
+            print(f"Saved checkpoint {saved.model}", flush=True)
+        return True

@@ -1,0 +1,348 @@
+"""``her-wrap optimize``: tune HER settings and learner hyperparameters with Optuna.
+
+Every trial starts from the config entry, samples the settings of :mod:`her_wrap.runs.search_spaces` (the
+``-params`` keys stay fixed), trains for ``-n`` steps (default: the entry's ``n_timesteps``) and evaluates
+greedily ``--n-evaluations`` times on the way. The trial's value is the mean success rate over those
+evaluations (the area under the learning curve: of two agents that both end at 1.0, the faster wins); the
+pruner compares trials evaluation by evaluation and stops the weak ones early.
+
+Storage: by default a SQLite file ``LOG_FOLDER/her/STUDY_NAME/study.db``, so a study survives the process
+and ``--n-jobs`` threads share it. ``--storage postgresql://user:password@host:port/db`` puts the study in
+a PostgreSQL database, where any number of ``her-wrap optimize`` workers on any number of machines share
+it: start the same command (same ``--study-name``) on each; each worker runs ``--n-trials`` trials and
+Optuna hands every trial number out once. ``postgresql://`` URLs use the psycopg (3) driver (the
+``postgres`` extra).
+
+Each worker writes ``best_hyperparams.yml`` (the entry with the best trial's settings, ready for
+``her-wrap train -c``) and ``trials.csv`` to ``LOG_FOLDER/her/STUDY_NAME/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import os
+import re
+import socket
+import time
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import Any
+
+from her_wrap.runs import arguments
+from her_wrap.runs.atomic import atomic_write_text
+from her_wrap.runs.config import ConfigEntry, RunConfig, load_entry, parse_override, set_in
+from her_wrap.runs.env_factory import check_env_id, ensure_registered, make_vec_goal_env, normalize_vec_env
+from her_wrap.runs.errors import UsageError
+from her_wrap.runs.evaluation import EvaluationResult
+from her_wrap.runs.run_layout import ALGO_FOLDER, folder_name
+from her_wrap.runs.search_spaces import KeyPath, sample_settings
+from her_wrap.runs.yaml_io import write_yaml_file
+
+SAMPLERS = ("tpe", "random")
+PRUNERS = ("median", "halving", "hyperband", "none")
+#: Seconds a PostgreSQL connection attempt may take before the storage counts as unreachable.
+CONNECT_TIMEOUT_S = 10
+# Concurrent workers may race to create Optuna's tables; the loser retries.
+_STORAGE_ATTEMPTS = 5
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    arguments.add_env_argument(parser)
+    arguments.add_config_arguments(parser)
+    arguments.add_log_folder_argument(parser)
+    arguments.add_runtime_arguments(parser)
+    parser.add_argument("--n-trials", type=arguments.positive_int, default=10, help="trials this worker runs (default: 10)")
+    parser.add_argument("--n-jobs", type=arguments.positive_int, default=1, help="trials run at once, in threads (default: 1)")
+    parser.add_argument("--timeout", type=float, default=None, help="stop starting trials after this many seconds")
+    parser.add_argument(
+        "--storage", default=None, help="Optuna storage URL, e.g. postgresql://user:pw@host/db (default: SQLite file)"
+    )
+    parser.add_argument("--study-name", default=None, help="study to create or join (default: her-ENV_ID-ALGO)")
+    parser.add_argument("--sampler", choices=SAMPLERS, default="tpe", help="tpe (default) or random")
+    parser.add_argument("--pruner", choices=PRUNERS, default="median", help="median (default), halving, hyperband, none")
+    parser.add_argument(
+        "--n-startup-trials", type=int, default=5, help="trials before the sampler and pruner act (default: 5)"
+    )
+    parser.add_argument(
+        "--n-evaluations", type=arguments.positive_int, default=4, help="evaluations per trial (default: 4)"
+    )
+    parser.add_argument("--eval-episodes", type=arguments.positive_int, default=10, help="episodes per evaluation (default: 10)")
+    parser.add_argument("--vec-env", choices=("dummy", "subproc"), default="dummy", help="how envs run (default: dummy)")
+    parser.add_argument("--n-envs", type=arguments.positive_int, default=None, help="replace the entry's n_envs")
+
+
+def hide_password(url: str) -> str:
+    """A storage URL fit for printing: the password replaced by ``***``."""
+    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
+
+
+def sqlalchemy_url(url: str) -> str:
+    """A storage URL with an installed PostgreSQL driver: ``postgresql://`` selects psycopg 3 when
+    psycopg2 (SQLAlchemy's default driver) is absent.
+
+    :raises UsageError: for a PostgreSQL URL when neither driver is installed
+    """
+    match = re.match(r"^(postgresql|postgres)(\+\w+)?://", url)
+    if match is None or match.group(2):
+        return url
+    rest = url[match.end() :]
+    if importlib.util.find_spec("psycopg2") is not None:
+        return f"postgresql+psycopg2://{rest}"
+    if importlib.util.find_spec("psycopg") is not None:
+        return f"postgresql+psycopg://{rest}"
+    raise UsageError("a PostgreSQL storage needs the psycopg driver: pip install her_wrap[postgres]")
+
+
+def open_storage(url: str) -> Any:
+    """An Optuna storage for a URL, connected and with its tables created.
+
+    :raises UsageError: when the URL is malformed or its database unreachable, in one line
+    """
+    import optuna
+    import sqlalchemy.exc
+
+    resolved = sqlalchemy_url(url)
+    engine_kwargs: dict[str, Any] = {"pool_pre_ping": True}
+    if resolved.startswith("postgresql"):
+        engine_kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
+    for attempt in range(_STORAGE_ATTEMPTS):
+        try:
+            return optuna.storages.RDBStorage(resolved, engine_kwargs=engine_kwargs)
+        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
+            if attempt == _STORAGE_ATTEMPTS - 1:
+                raise
+            time.sleep(0.5 * (attempt + 1))  # another worker is creating the tables
+        except Exception as error:  # any driver or URL error: report it in one line
+            detail = " ".join(str(getattr(error, "orig", None) or error).split())
+            raise UsageError(f"cannot open the Optuna storage {hide_password(url)}: {detail}") from None
+    raise AssertionError("unreachable")
+
+
+def make_sampler(name: str, n_startup_trials: int, seed: int | None) -> Any:
+    import optuna
+
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    return optuna.samplers.TPESampler(n_startup_trials=n_startup_trials, seed=seed, multivariate=True)
+
+
+def make_pruner(name: str, n_startup_trials: int, n_evaluations: int) -> Any:
+    import optuna
+
+    if name == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=n_startup_trials, n_warmup_steps=n_evaluations // 3)
+    if name == "halving":
+        return optuna.pruners.SuccessiveHalvingPruner()
+    if name == "hyperband":
+        return optuna.pruners.HyperbandPruner(min_resource=1, max_resource=n_evaluations)
+    return optuna.pruners.NopPruner()
+
+
+def open_study(storage: Any, study_name: str, sampler: Any = None, pruner: Any = None) -> Any:
+    """Create the study, or join it when another worker already did; success rate is maximized."""
+    import optuna
+
+    return optuna.create_study(
+        storage=storage,
+        study_name=study_name,
+        sampler=sampler,
+        pruner=pruner,
+        direction="maximize",
+        load_if_exists=True,
+    )
+
+
+def worker_name() -> str:
+    """``host:pid``: recorded with every trial, so a shared study shows who ran what."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def print_trial(_study: Any, trial: Any) -> None:
+    """Optuna callback: one line per trial this worker finished."""
+    value = "" if trial.value is None else f" value={trial.value:.4f}"
+    print(f"Trial {trial.number} {trial.state.name.lower()}{value} params={trial.params}", flush=True)
+
+
+def run_study(
+    study: Any,
+    objective: Callable[[Any], float],
+    *,
+    n_trials: int,
+    n_jobs: int = 1,
+    timeout: float | None = None,
+) -> None:
+    """Run ``n_trials`` trials of ``objective`` in this worker, recording each trial's worker.
+
+    Trials whose settings the learner rejects (:class:`UsageError`) are recorded as failed, not fatal.
+    """
+    name = worker_name()
+
+    def recorded(trial: Any) -> float:
+        trial.set_user_attr("worker", name)
+        return objective(trial)
+
+    study.optimize(
+        recorded, n_trials=n_trials, n_jobs=n_jobs, timeout=timeout, catch=(UsageError,), callbacks=[print_trial]
+    )
+
+
+def train_trial(
+    config: RunConfig,
+    *,
+    n_timesteps: int,
+    n_evaluations: int,
+    eval_episodes: int,
+    seed: int,
+    report: Callable[[int, EvaluationResult], bool],
+    vec_env: str = "dummy",
+    device: str = "auto",
+    verbose: int = 0,
+) -> list[EvaluationResult]:
+    """Train one trial's agent and evaluate it ``n_evaluations`` times on the way.
+
+    :param report: called with the evaluation's index and result; ``False`` stops training (pruned)
+    :return: the evaluations that ran
+    """
+    from her_wrap.runs.callbacks import SuccessEvalCallback
+    from her_wrap.runs.model_factory import build_agent
+
+    train_env = make_vec_goal_env(config.env_id, config.env_kwargs, config.n_envs, seed, vec_env=vec_env)
+    eval_env = make_vec_goal_env(config.env_id, config.env_kwargs, 1, seed + 10_000)
+    train_normalize = eval_normalize = None
+    if config.normalize is not None:
+        gamma = config.learner_kwargs.get("gamma")
+        train_env = train_normalize = normalize_vec_env(train_env, config.normalize, gamma=gamma, training=True)
+        eval_env = eval_normalize = normalize_vec_env(eval_env, config.normalize, gamma=gamma, training=False)
+    try:
+        agent = build_agent(config, train_env, seed=seed, verbose=verbose, device=device)
+        evaluation = SuccessEvalCallback(
+            agent,
+            eval_env,
+            eval_freq=max(n_timesteps // n_evaluations, 1),
+            n_eval_episodes=eval_episodes,
+            train_normalize=train_normalize,
+            eval_normalize=eval_normalize,
+            after_evaluation=lambda result: report(len(evaluation.results) - 1, result),
+            verbose=verbose,
+        )
+        agent.learn(n_timesteps, callback=evaluation, progress_bar=False)
+        return [result for _, result in evaluation.results]
+    finally:
+        train_env.close()
+        eval_env.close()
+        gc.collect()
+
+
+def make_objective(base: ConfigEntry, fixed: Collection[KeyPath], args: argparse.Namespace, n_timesteps: int) -> Callable[[Any], float]:
+    """The Optuna objective of ``her-wrap optimize`` (see the module docstring)."""
+    import optuna
+
+    model_class = base.validate().model_class
+
+    def objective(trial: Any) -> float:
+        entry = trial_entry(base, trial, fixed, model_class)
+        config = base.validate(entry)
+        seed = (args.seed if args.seed is not None else arguments.draw_seed()) + trial.number
+
+        def report(index: int, result: EvaluationResult) -> bool:
+            trial.report(result.success_rate, step=index)
+            return not trial.should_prune()
+
+        results = train_trial(
+            config,
+            n_timesteps=n_timesteps,
+            n_evaluations=args.n_evaluations,
+            eval_episodes=args.eval_episodes,
+            seed=seed,
+            report=report,
+            vec_env=args.vec_env,
+            device=args.device,
+            verbose=max(args.verbose - 1, 0),
+        )
+        if trial.should_prune():
+            raise optuna.TrialPruned()
+        return sum(result.success_rate for result in results) / max(len(results), 1)
+
+    return objective
+
+
+def trial_entry(base: ConfigEntry, trial: Any, fixed: Collection[KeyPath], model_class: str) -> dict[str, Any]:
+    """The base entry with a trial's sampled settings set in it (a new dict)."""
+    import copy
+
+    entry = copy.deepcopy(base.entry)
+    for path, value in sample_settings(trial, model_class, fixed, current=entry).items():
+        set_in(entry, path, value)
+    return entry
+
+
+def write_results(study: Any, base: ConfigEntry, fixed: Collection[KeyPath], study_dir: Path) -> Path | None:
+    """Write ``best_hyperparams.yml`` and ``trials.csv``; return the former, or ``None`` before any trial completed."""
+    import optuna
+
+    atomic_write_text(study_dir / "trials.csv", study.trials_dataframe().to_csv(index=False))
+    completed = [trial for trial in study.trials if trial.state == optuna.trial.TrialState.COMPLETE]
+    if not completed:
+        return None
+    best = study.best_trial
+    model_class = base.validate().model_class
+    entry = trial_entry(base, optuna.trial.FixedTrial(best.params, number=best.number), fixed, model_class)
+    path = study_dir / "best_hyperparams.yml"
+    write_yaml_file(path, {base.env_id: base.validate(entry).to_entry()})
+    return path
+
+
+def optimize(args: argparse.Namespace) -> Any:
+    """Run ``her-wrap optimize`` with parsed arguments; return the Optuna study."""
+    import optuna
+
+    ensure_registered(args.env)
+    base = load_entry(
+        args.conf or arguments.default_config_path(), args.env, algo=args.algo, overrides=args.hyperparams, n_envs=args.n_envs
+    )
+    base_config = base.validate()
+    check_env_id(base_config.env_id, base_config.env_kwargs)
+    fixed = {parse_override(text)[0] for text in args.hyperparams}
+    n_timesteps = args.n_timesteps or base_config.n_timesteps
+    arguments.set_torch_threads(args.num_threads)
+
+    study_name = args.study_name or f"her-{folder_name(args.env)}-{base_config.model_class}"
+    study_dir = Path(args.log_folder) / ALGO_FOLDER / folder_name(study_name)
+    study_dir.mkdir(parents=True, exist_ok=True)
+    storage_url = args.storage or f"sqlite:///{(study_dir / 'study.db').resolve()}"
+    if args.verbose < 2:
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = open_storage(storage_url)
+    study = open_study(
+        storage,
+        study_name,
+        make_sampler(args.sampler, args.n_startup_trials, args.seed),
+        make_pruner(args.pruner, args.n_startup_trials, args.n_evaluations),
+    )
+    print(
+        f"Study {study_name!r} in {hide_password(storage_url)}: {args.n_trials} trials of {n_timesteps} steps "
+        f"(HER({base_config.model_class}) on {args.env}, worker {worker_name()})",
+        flush=True,
+    )
+    run_study(
+        study,
+        make_objective(base, fixed, args, n_timesteps),
+        n_trials=args.n_trials,
+        n_jobs=args.n_jobs,
+        timeout=args.timeout,
+    )
+    best_path = write_results(study, base, fixed, study_dir)
+    if best_path is None:
+        print("No trial completed yet (all pruned or failed); see trials.csv", flush=True)
+        return study
+    best = study.best_trial
+    print(f"Best trial {best.number}: value {best.value:.4f}, params {best.params}", flush=True)
+    print(f"Saved {best_path} (train with: her-wrap train --env {args.env} -c {best_path})", flush=True)
+    return study
+
+
+def run(args: argparse.Namespace) -> int:
+    optimize(args)
+    return 0

@@ -1,0 +1,235 @@
+"""``her-wrap train``: train a HER agent from a config entry into a new ``logs/her/ENV_ID_N`` folder.
+
+Reads the entry (``-c``, default ``configs/her.yml``), makes ``n_envs`` monitored envs (normalized when the
+entry says so), trains with periodic greedy evaluation and optional atomic checkpoints, and saves the final
+agent. See :mod:`her_wrap.runs.run_layout` for the files.
+
+``-i PATH`` continues a saved agent (a run folder, a checkpoint or a model zip; see
+:func:`her_wrap.runs.checkpoints.resolve_saved_agent`) with its replay buffer and normalization statistics,
+into a new run folder. Its timestep count carries on, and training stops when it reaches ``n_timesteps``:
+a run killed at step 6,000 of 10,000 and resumed from its 5,000-step checkpoint trains 5,000 more steps.
+To train a finished agent further, raise ``-n``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from her_wrap.runs import arguments
+from her_wrap.runs.checkpoints import SavedAgent, resolve_saved_agent, save_agent
+from her_wrap.runs.config import RunConfig, load_run_config
+from her_wrap.runs.env_factory import check_env_id, ensure_registered, make_vec_goal_env, normalize_vec_env
+from her_wrap.runs.errors import UsageError
+from her_wrap.runs.run_layout import RunLayout, new_run
+from her_wrap.runs.yaml_io import write_yaml_file
+
+#: Seed offset of the evaluation env, so its episodes differ from the training envs'.
+EVAL_SEED_OFFSET = 10_000
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    arguments.add_env_argument(parser)
+    arguments.add_config_arguments(parser)
+    arguments.add_log_folder_argument(parser)
+    arguments.add_runtime_arguments(parser)
+    parser.add_argument(
+        "--eval-freq", type=int, default=10_000, help="env steps between evaluations; <= 0 disables (default: 10000)"
+    )
+    parser.add_argument(
+        "--eval-episodes", type=arguments.positive_int, default=10, help="episodes per evaluation (default: 10)"
+    )
+    parser.add_argument(
+        "--save-freq", type=int, default=-1, help="env steps between checkpoints; <= 0 disables (default)"
+    )
+    parser.add_argument("--vec-env", choices=("dummy", "subproc"), default="dummy", help="how envs run (default: dummy)")
+    parser.add_argument("--n-envs", type=arguments.positive_int, default=None, help="replace the entry's n_envs")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show a progress bar (default: only when stdout is a terminal)",
+    )
+    parser.add_argument(
+        "-tb",
+        "--tensorboard",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="DIR",
+        help="write TensorBoard logs to DIR (default DIR: LOG_FOLDER/her/tensorboard)",
+    )
+    parser.add_argument(
+        "--save-replay-buffer", action="store_true", help="also save the final replay buffer (replay_buffer.pkl)"
+    )
+    parser.add_argument(
+        "-i", "--trained-agent", type=Path, default=None, metavar="PATH", help="continue a saved agent (see above)"
+    )
+    parser.add_argument(
+        "--log-interval", type=int, default=100, help="episodes between training log tables (default: 100)"
+    )
+
+
+@dataclass
+class _Envs:
+    train: Any
+    evaluate: Any
+    train_normalize: Any = None
+    eval_normalize: Any = None
+
+    def close(self) -> None:
+        self.train.close()
+        self.evaluate.close()
+
+
+def _make_envs(config: RunConfig, args: argparse.Namespace, seed: int, layout: RunLayout, saved: SavedAgent | None) -> _Envs:
+    train_env = make_vec_goal_env(
+        config.env_id, config.env_kwargs, config.n_envs, seed, vec_env=args.vec_env, monitor_dir=layout.run_dir
+    )
+    eval_env = make_vec_goal_env(config.env_id, config.env_kwargs, 1, seed + EVAL_SEED_OFFSET)
+    if config.normalize is None:
+        return _Envs(train_env, eval_env)
+    gamma = config.learner_kwargs.get("gamma")
+    stats = saved.vecnormalize if saved is not None else None
+    if saved is not None and stats is None:
+        print(f"Note: no normalization statistics saved with {saved.model}; starting fresh ones", flush=True)
+    train_normalize = normalize_vec_env(train_env, config.normalize, gamma=gamma, training=True, stats_path=stats)
+    eval_normalize = normalize_vec_env(eval_env, config.normalize, gamma=gamma, training=False, stats_path=stats)
+    return _Envs(train_normalize, eval_normalize, train_normalize, eval_normalize)
+
+
+def _tensorboard_dir(args: argparse.Namespace) -> str | None:
+    if args.tensorboard is None:
+        return None
+    return args.tensorboard or str(Path(args.log_folder) / "her" / "tensorboard")
+
+
+def _load_agent(saved: SavedAgent, envs: _Envs, args: argparse.Namespace, seed: int) -> Any:
+    from her_wrap import HER
+
+    agent = HER.load(
+        str(saved.model), env=envs.train, device=args.device, verbose=args.verbose, tensorboard_log=_tensorboard_dir(args)
+    )
+    agent.model.set_random_seed(seed)
+    if saved.replay_buffer is not None:
+        agent.load_replay_buffer(str(saved.replay_buffer))
+        print(f"Loaded the replay buffer {saved.replay_buffer}", flush=True)
+    else:
+        print(f"Note: no replay buffer saved with {saved.model}; continuing with an empty one", flush=True)
+    return agent
+
+
+def _config_source(args: argparse.Namespace, saved: SavedAgent | None) -> Path:
+    if args.conf is not None:
+        return args.conf
+    if saved is not None and saved.run is not None:
+        if saved.run.env_id != args.env:
+            raise UsageError(f"{saved.model} was trained on {saved.run.env_id}, not {args.env}")
+        return saved.run.config_path
+    return arguments.default_config_path()
+
+
+def train(args: argparse.Namespace) -> RunLayout:
+    """Run ``her-wrap train`` with parsed arguments; return the layout of the new run folder."""
+    from her_wrap.runs.callbacks import CheckpointCallback, SuccessEvalCallback
+    from her_wrap.runs.model_factory import build_agent
+
+    ensure_registered(args.env)
+    saved = resolve_saved_agent(args.trained_agent) if args.trained_agent is not None else None
+    config = load_run_config(
+        _config_source(args, saved),
+        args.env,
+        algo=args.algo,
+        overrides=args.hyperparams,
+        n_timesteps=args.n_timesteps,
+        n_envs=args.n_envs,
+    )
+    check_env_id(config.env_id, config.env_kwargs)
+    seed = args.seed if args.seed is not None else arguments.draw_seed()
+    arguments.set_torch_threads(args.num_threads)
+
+    layout = new_run(args.log_folder, config.env_id)
+    envs: _Envs | None = None
+    try:
+        envs = _make_envs(config, args, seed, layout, saved)
+        if saved is None:
+            agent = build_agent(
+                config, envs.train, seed=seed, verbose=args.verbose, device=args.device,
+                tensorboard_log=_tensorboard_dir(args),
+            )
+        else:
+            agent = _load_agent(saved, envs, args, seed)
+        initial_timesteps = int(agent.model.num_timesteps) if saved is not None else 0
+        remaining = config.n_timesteps - initial_timesteps
+        if remaining <= 0:
+            raise UsageError(
+                f"{saved.model if saved else 'the agent'} has already trained {initial_timesteps} steps, "
+                f"n_timesteps is {config.n_timesteps}: pass a larger -n to train further"
+            )
+    except BaseException:
+        if envs is not None:
+            envs.close()
+        shutil.rmtree(layout.run_dir, ignore_errors=True)
+        raise
+
+    write_yaml_file(layout.config_path, {config.env_id: config.to_entry()})
+    recorded = arguments.plain_arguments(args)
+    recorded.update(
+        seed=seed,
+        run_dir=str(layout.run_dir),
+        trained_agent=str(saved.model) if saved is not None else None,
+        initial_timesteps=initial_timesteps,
+    )
+    write_yaml_file(layout.args_path, recorded)
+    print(f"Run folder: {layout.run_dir}", flush=True)
+    print(
+        f"Training HER({config.model_class}, {config.policy}) on {config.env_id} for {remaining} steps "
+        f"(seed {seed}{f', from step {initial_timesteps}' if initial_timesteps else ''})",
+        flush=True,
+    )
+
+    evaluation = SuccessEvalCallback(
+        agent,
+        envs.evaluate,
+        eval_freq=args.eval_freq,
+        n_eval_episodes=args.eval_episodes,
+        evaluations_path=layout.evaluations_path,
+        best_model_path=layout.best_model_path,
+        best_vecnormalize_path=layout.best_vecnormalize_path if envs.train_normalize is not None else None,
+        train_normalize=envs.train_normalize,
+        eval_normalize=envs.eval_normalize,
+        verbose=args.verbose,
+    )
+    checkpoints = CheckpointCallback(agent, layout.run_dir, args.save_freq, envs.train_normalize, verbose=args.verbose)
+    try:
+        agent.learn(
+            remaining,
+            callback=[evaluation, checkpoints],
+            log_interval=args.log_interval,
+            tb_log_name=layout.run_dir.name,
+            reset_num_timesteps=saved is None,
+            progress_bar=arguments.progress_bar_enabled(args.progress),
+        )
+    except KeyboardInterrupt:
+        print("Interrupted: saving the agent as it is", flush=True)
+    save_agent(
+        agent,
+        layout.final_model_path,
+        replay_buffer_path=layout.replay_buffer_path if args.save_replay_buffer else None,
+        vec_normalize=envs.train_normalize,
+        vecnormalize_path=layout.vecnormalize_path,
+    )
+    envs.close()
+    print(f"Saved the final agent to {layout.final_model_path}", flush=True)
+    if evaluation.results:
+        timesteps, last = evaluation.results[-1]
+        print(f"Last evaluation (step {timesteps}): {last.summary()}", flush=True)
+    return layout
+
+
+def run(args: argparse.Namespace) -> int:
+    train(args)
+    return 0

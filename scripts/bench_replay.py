@@ -1,0 +1,499 @@
+"""Benchmark hindsight replay buffers on Fetch-like shapes: her_wrap against SB3 and cpprb.
+
+Shapes: observation 25 float32, achieved and desired goal 3 float32, action 4 float32, episodes of 50
+steps, strategy ``future`` with k = 4 relabeled goals per real one, batches of 256. Every buffer is
+filled to hold ``--capacity`` *real* transitions (cpprb stores k + 1 rows per real transition, so it gets
+``capacity * (k + 1)`` rows), one step per ``add`` call as a training loop does, then sampled.
+
+Measured per implementation, each in its own subprocess so allocations do not pollute each other:
+
+- add throughput: real transitions per second while filling to capacity (cpprb and her_wrap's standalone
+  buffer also pay their ``on_episode_end`` inside it);
+- sample throughput: batches per second at full capacity, median over timing blocks;
+- bytes per stored real transition: peak resident memory (VmHWM, reset before construction) minus the
+  resident memory before construction, divided by the real transitions stored. RSS, not tracemalloc:
+  cpprb allocates in C++, which tracemalloc does not see.
+
+Usage::
+
+    python scripts/bench_replay.py                      # full run (1e6 transitions), writes docs/bench_replay.md
+    python scripts/bench_replay.py --quick              # tiny smoke run (about 30 s), writes nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+OBS_DIM, GOAL_DIM, ACTION_DIM = 25, 3, 4
+STATE_DIM = OBS_DIM + GOAL_DIM  # cpprb-style state: the observation with the achieved goal appended
+EPISODE_LEN = 50
+K = 4
+DISTANCE_THRESHOLD = 0.05
+POOL_EPISODES = 64  # distinct pre-generated episodes cycled through while filling
+
+IMPLEMENTATIONS = {
+    "her_wrap_core": "her_wrap HindsightReplay (online, infos not stored)",
+    "her_wrap_core_infos": "her_wrap HindsightReplay (online, infos stored)",
+    "sb3": "SB3 HerReplayBuffer",
+    "cpprb": "cpprb HindsightReplayBuffer",
+    "cpprb_per": "cpprb HindsightReplayBuffer (prioritized)",
+    "her_wrap_standalone": "her_wrap HindsightReplayBuffer",
+    "her_wrap_standalone_per": "her_wrap HindsightReplayBuffer (prioritized)",
+}
+
+
+@dataclass
+class Result:
+    """What one worker measured.
+
+    :param name: implementation key
+    :param real_transitions: real transitions stored after the fill
+    :param stored_rows: rows the implementation stores (k + 1 per real transition for cpprb)
+    :param fill_seconds: wall time of construction + fill
+    :param add_per_second: real transitions added per second
+    :param batches_per_second: median over timing blocks of sampled batches per second
+    :param memory_bytes: peak RSS during construction + fill minus RSS before
+    """
+
+    name: str
+    real_transitions: int
+    stored_rows: int
+    fill_seconds: float
+    add_per_second: float
+    batches_per_second: float
+    memory_bytes: int
+
+    @property
+    def bytes_per_transition(self) -> float:
+        return self.memory_bytes / self.real_transitions
+
+
+# ---------------------------------------------------------------------------------------- memory
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def reset_peak_rss() -> None:
+    """Make VmHWM (peak RSS) start again from the current RSS (Linux >= 4.0)."""
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")
+
+
+# ---------------------------------------------------------------------------------------- data
+def reward_from_goals(achieved: np.ndarray, desired: np.ndarray) -> np.ndarray:
+    """Sparse Fetch reward: 0 within DISTANCE_THRESHOLD of the goal, else -1; vectorized."""
+    return -(np.linalg.norm(achieved - desired, axis=-1) > DISTANCE_THRESHOLD).astype(np.float32)
+
+
+@dataclass
+class Pool:
+    """Pre-generated episodes, so the fill loop times the buffer rather than the random generator."""
+
+    states: np.ndarray  # (POOL_EPISODES, EPISODE_LEN + 1, STATE_DIM)
+    actions: np.ndarray  # (POOL_EPISODES, EPISODE_LEN, ACTION_DIM)
+    goals: np.ndarray  # (POOL_EPISODES, GOAL_DIM)
+
+
+def make_pool(seed: int = 0) -> Pool:
+    rng = np.random.default_rng(seed)
+    states = rng.random((POOL_EPISODES, EPISODE_LEN + 1, STATE_DIM), dtype=np.float32)
+    # Achieved goals drift slowly, so some relabeled goals are reached and some are not.
+    states[..., OBS_DIM:] = np.cumsum(rng.normal(0, 0.02, (POOL_EPISODES, EPISODE_LEN + 1, GOAL_DIM)), axis=1)
+    actions = rng.uniform(-1, 1, (POOL_EPISODES, EPISODE_LEN, ACTION_DIM)).astype(np.float32)
+    goals = rng.normal(0, 0.1, (POOL_EPISODES, GOAL_DIM)).astype(np.float32)
+    return Pool(states, actions, goals)
+
+
+# ---------------------------------------------------------------------------------------- workers
+# Each builder returns (add_episode, sample, real_transitions, stored_rows): add_episode(pool, e) stores
+# pool episode e one step per call; sample(batch_size) draws one batch.
+Builder = Callable[[int], tuple[Callable[[Pool, int], None], Callable[[int], Any], Callable[[], int], Callable[[], int]]]
+
+
+def build_her_wrap_core(capacity: int, *, store_infos: bool) -> tuple:
+    from her_wrap.core.replay import HindsightReplay
+    from her_wrap.core.storage import FieldSpec
+
+    n_episodes = math.ceil(capacity / EPISODE_LEN)
+    replay = HindsightReplay(
+        n_episodes * (EPISODE_LEN + 1),  # T + 1 rows per episode of T steps
+        observation_fields={
+            "observation": FieldSpec((OBS_DIM,)),
+            "achieved_goal": FieldSpec((GOAL_DIM,)),
+            "desired_goal": FieldSpec((GOAL_DIM,)),
+        },
+        step_fields={
+            "action": FieldSpec((ACTION_DIM,)),
+            "reward": FieldSpec(()),
+            "terminated": FieldSpec((), np.bool_),
+            "truncated": FieldSpec((), np.bool_),
+        },
+        n_sampled_goal=K,
+        goal_selection_strategy="future",
+        reward_fn=lambda achieved, desired, infos: reward_from_goals(achieved, desired),
+        store_infos=store_infos,
+        seed=0,
+    )
+    not_done, done = np.array([False]), np.array([True])
+
+    def add_episode(pool: Pool, e: int) -> None:
+        states, actions = pool.states[e], pool.actions[e]
+        desired = pool.goals[e][None]
+        for t in range(EPISODE_LEN):
+            last = t == EPISODE_LEN - 1
+            observation = {"observation": states[t : t + 1, :OBS_DIM], "achieved_goal": states[t : t + 1, OBS_DIM:]}
+            next_observation = {
+                "observation": states[t + 1 : t + 2, :OBS_DIM],
+                "achieved_goal": states[t + 1 : t + 2, OBS_DIM:],
+            }
+            observation["desired_goal"] = next_observation["desired_goal"] = desired
+            reward = reward_from_goals(next_observation["achieved_goal"], desired)
+            infos = [{"is_success": float(reward[0] == 0), "TimeLimit.truncated": last}]
+            step = {
+                "action": actions[t : t + 1],
+                "reward": reward,
+                "terminated": not_done,
+                "truncated": done if last else not_done,
+            }
+            replay.add(observation, next_observation, step, done if last else not_done, infos)
+
+    return add_episode, replay.sample, lambda: len(replay), lambda: replay.storage.n_rows
+
+
+def build_sb3(capacity: int) -> tuple:
+    import gymnasium as gym
+    from gymnasium import spaces
+    from stable_baselines3 import HerReplayBuffer
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    class FetchLikeGoalEnv(gym.Env):
+        """Spaces of the Fetch tasks and a vectorized compute_reward; never stepped by the benchmark."""
+
+        observation_space = spaces.Dict(
+            {
+                "observation": spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float32),
+                "achieved_goal": spaces.Box(-np.inf, np.inf, (GOAL_DIM,), np.float32),
+                "desired_goal": spaces.Box(-np.inf, np.inf, (GOAL_DIM,), np.float32),
+            }
+        )
+        action_space = spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float32)
+
+        def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+            return self.observation_space.sample(), {}
+
+        def step(self, action: np.ndarray) -> tuple:
+            return self.observation_space.sample(), -1.0, False, False, {}
+
+        def compute_reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any) -> np.ndarray:
+            return reward_from_goals(achieved_goal, desired_goal)
+
+    env = DummyVecEnv([FetchLikeGoalEnv])
+    buffer = HerReplayBuffer(
+        capacity,
+        env.observation_space,
+        env.action_space,
+        env=env,
+        device="cpu",
+        n_sampled_goal=K,
+        goal_selection_strategy="future",
+    )
+
+    def add_episode(pool: Pool, e: int) -> None:
+        states, actions = pool.states[e], pool.actions[e]
+        desired = pool.goals[e][None]
+        for t in range(EPISODE_LEN):
+            last = t == EPISODE_LEN - 1
+            observation = {"observation": states[t : t + 1, :OBS_DIM], "achieved_goal": states[t : t + 1, OBS_DIM:]}
+            next_observation = {
+                "observation": states[t + 1 : t + 2, :OBS_DIM],
+                "achieved_goal": states[t + 1 : t + 2, OBS_DIM:],
+            }
+            observation["desired_goal"] = next_observation["desired_goal"] = desired
+            reward = reward_from_goals(next_observation["achieved_goal"], desired)
+            infos = [{"is_success": float(reward[0] == 0), "TimeLimit.truncated": last}]
+            buffer.add(observation, next_observation, actions[t : t + 1], reward, np.array([last]), infos)
+
+    def stored() -> int:
+        return int(buffer.buffer_size if buffer.full else buffer.pos)
+
+    return add_episode, buffer.sample, stored, stored
+
+
+def cpprb_style_add_episode(buffer: Any) -> Callable[[Pool, int], None]:
+    def add_episode(pool: Pool, e: int) -> None:
+        states, actions = pool.states[e], pool.actions[e]
+        for t in range(EPISODE_LEN):
+            buffer.add(obs=states[t], act=actions[t], next_obs=states[t + 1])
+        buffer.on_episode_end(pool.goals[e])
+
+    return add_episode
+
+
+CPPRB_ENV_DICT = {"obs": {"shape": STATE_DIM}, "act": {"shape": ACTION_DIM}, "next_obs": {"shape": STATE_DIM}}
+
+
+def cpprb_reward(next_state: np.ndarray, action: np.ndarray, goal: np.ndarray) -> np.ndarray:
+    return reward_from_goals(next_state[:, OBS_DIM:], goal)
+
+
+def achieved_goal_of(states: np.ndarray) -> np.ndarray:
+    return states[:, OBS_DIM:]
+
+
+def build_cpprb(capacity: int, *, prioritized: bool) -> tuple:
+    from cpprb import HindsightReplayBuffer
+
+    # cpprb's size counts rows: the real transition plus its k relabeled copies.
+    buffer = HindsightReplayBuffer(
+        capacity * (K + 1),
+        CPPRB_ENV_DICT,
+        EPISODE_LEN,
+        cpprb_reward,
+        goal_func=achieved_goal_of,
+        goal_shape=GOAL_DIM,
+        strategy="future",
+        additional_goals=K,
+        prioritized=prioritized,
+    )
+    return (
+        cpprb_style_add_episode(buffer),
+        buffer.sample,
+        lambda: buffer.get_stored_size() // (K + 1),
+        buffer.get_stored_size,
+    )
+
+
+def build_her_wrap_standalone(capacity: int, *, prioritized: bool) -> tuple:
+    from her_wrap.core.standalone import HindsightReplayBuffer
+
+    buffer = HindsightReplayBuffer(
+        capacity,
+        CPPRB_ENV_DICT,
+        EPISODE_LEN,
+        cpprb_reward,
+        goal_func=achieved_goal_of,
+        goal_shape=GOAL_DIM,
+        strategy="future",
+        additional_goals=K,
+        prioritized=prioritized,
+        seed=0,
+    )
+    return (
+        cpprb_style_add_episode(buffer),
+        buffer.sample,
+        buffer.get_stored_size,
+        lambda: buffer.replay.storage.n_rows,
+    )
+
+
+BUILDERS: dict[str, Callable[[int], tuple]] = {
+    "her_wrap_core": lambda capacity: build_her_wrap_core(capacity, store_infos=False),
+    "her_wrap_core_infos": lambda capacity: build_her_wrap_core(capacity, store_infos=True),
+    "sb3": build_sb3,
+    "cpprb": lambda capacity: build_cpprb(capacity, prioritized=False),
+    "cpprb_per": lambda capacity: build_cpprb(capacity, prioritized=True),
+    "her_wrap_standalone": lambda capacity: build_her_wrap_standalone(capacity, prioritized=False),
+    "her_wrap_standalone_per": lambda capacity: build_her_wrap_standalone(capacity, prioritized=True),
+}
+
+
+def run_worker(name: str, capacity: int, batch_size: int, samples: int, blocks: int) -> Result:
+    """Construct, fill and sample one implementation in this process."""
+    pool = make_pool()
+    if name == "sb3":
+        import stable_baselines3  # noqa: F401  (imported before the baseline, like the other libraries)
+    elif name.startswith("cpprb"):
+        import cpprb  # noqa: F401
+    else:
+        import her_wrap.core.replay  # noqa: F401
+    baseline_kib = _status_kib("VmRSS")
+    reset_peak_rss()
+    start = time.perf_counter()
+    add_episode, sample, real_transitions, stored_rows = BUILDERS[name](capacity)
+    for episode in range(math.ceil(capacity / EPISODE_LEN)):
+        add_episode(pool, episode % POOL_EPISODES)
+    fill_seconds = time.perf_counter() - start
+    memory_bytes = (_status_kib("VmHWM") - baseline_kib) * 1024
+    n_real = real_transitions()
+
+    for _ in range(max(1, samples // (10 * blocks))):  # warm-up
+        sample(batch_size)
+    per_block = max(1, samples // blocks)
+    rates = []
+    for _ in range(blocks):
+        block_start = time.perf_counter()
+        for _ in range(per_block):
+            sample(batch_size)
+        rates.append(per_block / (time.perf_counter() - block_start))
+    return Result(
+        name=name,
+        real_transitions=n_real,
+        stored_rows=int(stored_rows()),
+        fill_seconds=fill_seconds,
+        add_per_second=n_real / fill_seconds,
+        batches_per_second=statistics.median(rates),
+        memory_bytes=memory_bytes,
+    )
+
+
+# ---------------------------------------------------------------------------------------- report
+def ratio(ours: float, theirs: float) -> str:
+    return f"{ours / theirs:.2f}x"
+
+
+def render_table(results: dict[str, Result]) -> list[str]:
+    lines = [
+        "| implementation | real transitions | stored rows | add (transitions/s) | fill (s) "
+        "| sample (batches/s) | ms / batch | bytes / real transition |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, result in results.items():
+        lines.append(
+            f"| {IMPLEMENTATIONS[name]} | {result.real_transitions:,} | {result.stored_rows:,} "
+            f"| {result.add_per_second:,.0f} | {result.fill_seconds:.1f} | {result.batches_per_second:,.0f} "
+            f"| {1000 / result.batches_per_second:.3f} | {result.bytes_per_transition:.0f} |"
+        )
+    return lines
+
+
+def render_ratios(results: dict[str, Result]) -> list[str]:
+    """her_wrap against each reference, with the targets of issue 2."""
+    pairs = [
+        ("her_wrap_core", "sb3", "her_wrap online vs SB3"),
+        ("her_wrap_core_infos", "sb3", "her_wrap online (infos stored) vs SB3"),
+        ("her_wrap_core", "cpprb", "her_wrap online vs cpprb"),
+        ("her_wrap_standalone", "cpprb", "her_wrap HindsightReplayBuffer vs cpprb"),
+        ("her_wrap_standalone_per", "cpprb_per", "her_wrap HindsightReplayBuffer vs cpprb, both prioritized"),
+        ("her_wrap_standalone", "sb3", "her_wrap HindsightReplayBuffer vs SB3"),
+    ]
+    lines = [
+        "| comparison | sample throughput | add throughput | bytes / real transition |",
+        "|---|---:|---:|---:|",
+    ]
+    for ours, theirs, label in pairs:
+        if ours in results and theirs in results:
+            a, b = results[ours], results[theirs]
+            lines.append(
+                f"| {label} | {ratio(a.batches_per_second, b.batches_per_second)} "
+                f"| {ratio(a.add_per_second, b.add_per_second)} "
+                f"| {ratio(a.bytes_per_transition, b.bytes_per_transition)} |"
+            )
+    lines += [
+        "",
+        "Targets (issue 2): sample throughput >= 20x SB3 and >= 1.5x cpprb; add throughput >= 2x SB3; "
+        "bytes per real transition <= 0.5x SB3.",
+    ]
+    return lines
+
+
+def machine_note() -> str:
+    load = os.getloadavg()
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            cpu = next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return (
+        f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, numpy {np.__version__}; "
+        f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end of the run"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--capacity", type=int, default=1_000_000, help="real transitions every buffer holds")
+    parser.add_argument("--batch-size", type=int, default=256, help="transitions per sampled batch")
+    parser.add_argument("--samples", type=int, default=2000, help="batches timed per implementation")
+    parser.add_argument("--blocks", type=int, default=10, help="timing blocks (the median is reported)")
+    parser.add_argument("--quick", action="store_true", help="tiny run: capacity 20,000 and 200 batches")
+    parser.add_argument(
+        "--only", nargs="+", choices=list(IMPLEMENTATIONS), default=list(IMPLEMENTATIONS), help="implementations"
+    )
+    parser.add_argument("--output", type=Path, default=None, help="markdown file (default: docs/bench_replay.md)")
+    parser.add_argument("--worker", choices=list(IMPLEMENTATIONS), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.capacity, args.samples = min(args.capacity, 20_000), min(args.samples, 200)
+    if args.worker:
+        result = run_worker(args.worker, args.capacity, args.batch_size, args.samples, args.blocks)
+        print(json.dumps(asdict(result)))
+        return
+
+    command = "python scripts/bench_replay.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    results: dict[str, Result] = {}
+    for name in args.only:
+        worker = [sys.executable, __file__, "--worker", name, "--capacity", str(args.capacity)]
+        worker += ["--batch-size", str(args.batch_size), "--samples", str(args.samples), "--blocks", str(args.blocks)]
+        completed = subprocess.run(worker, capture_output=True, text=True, check=False)
+        if completed.returncode != 0:
+            print(f"{name} failed:\n{completed.stderr}", file=sys.stderr)
+            continue
+        results[name] = Result(**json.loads(completed.stdout.strip().splitlines()[-1]))
+        print(f"{IMPLEMENTATIONS[name]}: done in {results[name].fill_seconds:.1f} s fill", flush=True)
+
+    header = [
+        f"capacity {args.capacity:,} real transitions; batch {args.batch_size}; observation {OBS_DIM} + goals "
+        f"{GOAL_DIM} + {GOAL_DIM} float32, action {ACTION_DIM}; episodes of {EPISODE_LEN} steps; future, k={K}",
+    ]
+    tables = [*render_table(results), "", *render_ratios(results)]
+    print("\n".join([*header, "", *tables]))
+    output = args.output if args.output is not None or args.quick else Path("docs/bench_replay.md")
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(render_markdown(command.strip(), header, tables))
+        print(f"wrote {output}")
+
+
+def render_markdown(command: str, header: list[str], tables: list[str]) -> str:
+    return "\n".join(
+        [
+            "# Replay buffer benchmark",
+            "",
+            "Written by `scripts/bench_replay.py`; rerun it to refresh this page.",
+            "",
+            "```",
+            command,
+            "```",
+            "",
+            *header,
+            "",
+            *tables,
+            "",
+            "How it is measured (see the script's docstring): each implementation runs in its own process; "
+            "add throughput is real transitions per second while filling to capacity one step per call "
+            "(cpprb and her_wrap's HindsightReplayBuffer include their on_episode_end); sample throughput is the "
+            "median of timing blocks at full capacity; memory is the peak resident set (VmHWM) during "
+            "construction and fill minus the resident set before, divided by the real transitions stored. "
+            "cpprb stores k + 1 rows per real transition, so it is built with capacity * (k + 1) rows. SB3's "
+            "sample returns torch tensors and computes rewards through `env_method`; the others return numpy "
+            "arrays. Infos: SB3's default (`copy_info_dict=False`) keeps no info dict, like her_wrap's "
+            "'infos not stored' row; the 'infos stored' row keeps each step's info dict by reference, as "
+            "her_wrap's SB3 wrapper does by default.",
+            "",
+            f"Machine: {machine_note()}.",
+            "",
+        ]
+    )
+
+
+if __name__ == "__main__":
+    main()

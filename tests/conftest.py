@@ -1,0 +1,22 @@
+"""Shared fixtures: the tiny learner settings that keep HER tests to a few seconds each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def tiny_learner_kwargs() -> Callable[[], dict[str, Any]]:
+    """A factory of learner kwargs for runs of a few hundred env steps (training after 100, one 32-unit layer).
+
+    A factory, not a dict: stable-baselines3 writes into the ``policy_kwargs`` it is given (SAC adds
+    ``use_sde``, which TD3's policy then rejects), so every model needs its own copy.
+    """
+
+    def make() -> dict[str, Any]:
+        return {"learning_starts": 100, "batch_size": 32, "policy_kwargs": {"net_arch": [32]}}
+
+    return make

@@ -1,0 +1,53 @@
+"""HER's LaBER and prioritized replay options: they train every learner and survive save / load."""
+
+from __future__ import annotations
+
+import pytest
+from stable_baselines3 import DDPG, DQN, SAC, TD3
+
+from her_wrap import HER, BitFlippingEnv
+from her_wrap.sb3.sources import LaBERSource, PrioritizedSource
+
+OPTIONS = {
+    "laber": ({"laber": "mean", "laber_m": 2}, LaBERSource),
+    "prioritized": ({"prioritized": True, "alpha": 0.5, "beta": 0.3}, PrioritizedSource),
+}
+
+
+def her_model(model_class: type, options: dict, learner_kwargs: dict) -> HER:
+    env = BitFlippingEnv(n_bits=4, continuous=model_class is not DQN)
+    return HER("MlpPolicy", env, model_class, seed=0, **options, **learner_kwargs)
+
+
+@pytest.mark.parametrize("option", list(OPTIONS))
+def test_sampling_option_survives_save_and_load(tmp_path, option, tiny_learner_kwargs):
+    options, source_class = OPTIONS[option]
+    her_model(DQN, options, tiny_learner_kwargs()).save(tmp_path / "model")
+    loaded = HER.load(tmp_path / "model", env=BitFlippingEnv(n_bits=4))
+    kept = {name: loaded.her_kwargs[name] for name in options}
+    assert (kept, type(loaded.model.batch_source)) == (options, source_class)
+
+
+@pytest.mark.parametrize("option", list(OPTIONS))
+@pytest.mark.parametrize("model_class", [DQN, SAC, TD3, DDPG])
+def test_every_gradient_step_draws_from_the_option_source(option, model_class, tiny_learner_kwargs):
+    options, _ = OPTIONS[option]
+    model = her_model(model_class, options, tiny_learner_kwargs())
+    source = model.model.batch_source
+    draws = []
+    draw = source.draw
+    source.draw = lambda learner, batch_size: draws.append(batch_size) or draw(learner, batch_size)
+    model.learn(200)
+    assert model.model._n_updates > 0 and len(draws) == model.model._n_updates
+
+
+def test_prioritized_training_reports_td_errors_after_every_gradient_step(tiny_learner_kwargs):
+    model = her_model(DQN, OPTIONS["prioritized"][0], tiny_learner_kwargs())
+    buffer = model.replay_buffer
+    updates = []
+    update_priorities = buffer.update_priorities
+    buffer.update_priorities = lambda indexes, priorities: (
+        updates.append(len(indexes)) or update_priorities(indexes, priorities)
+    )
+    model.learn(200)
+    assert model.model._n_updates > 0 and updates == [32] * model.model._n_updates
