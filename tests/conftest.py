@@ -10,7 +10,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def tiny_learner_kwargs() -> Callable[[], dict[str, Any]]:
-    """A factory of learner kwargs for runs of a few hundred env steps (training after 100, one 32-unit layer).
+    """A factory of learner kwargs for runs of a few hundred steps (training after 100, one 32-unit layer).
 
     A factory, not a dict: stable-baselines3 writes into the ``policy_kwargs`` it is given (SAC adds
     ``use_sde``, which TD3's policy then rejects), so every model needs its own copy.

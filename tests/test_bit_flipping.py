@@ -252,4 +252,19 @@ def test_ansi_render_shows_state_and_goal_as_bit_strings() -> None:
 
 def test_unknown_render_mode_is_rejected() -> None:
     with pytest.raises(ValueError, match="render_mode"):
-        BitFlippingEnv(render_mode="rgb_array")
+        BitFlippingEnv(render_mode="rgb")
+
+
+def test_rgb_array_render_shows_state_on_top_and_goal_below() -> None:
+    env = BitFlippingEnv(n_bits=3, render_mode="rgb_array")
+    env.reset(seed=0)
+    image = env.render()
+    expected_top = np.repeat(env.state.astype(np.uint8) * 255, 8)
+    assert image.shape == (16, 24, 3) and np.array_equal(image[0, :, 0], expected_top)
+
+
+def test_make_vec_env_builds_the_registered_id() -> None:
+    from stable_baselines3.common.env_util import make_vec_env
+
+    vec_env = make_vec_env("BitFlipping-v0", n_envs=2, env_kwargs={"n_bits": 5})
+    assert vec_env.observation_space["desired_goal"].shape == (5,)

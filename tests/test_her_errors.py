@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 from stable_baselines3 import A2C, DQN, PPO
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 from her_wrap import HER, BitFlippingEnv
 
@@ -20,6 +21,9 @@ class FlatObservationEnv(gym.Env):
 
     observation_space = BITS
     action_space = spaces.Discrete(3)
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(3, dtype=np.float32), {}
 
 
 class GoalEnvWithSpace(BitFlippingEnv):
@@ -41,8 +45,14 @@ class PerGoalRewardEnv(BitFlippingEnv):
 
 @pytest.mark.parametrize("policy", ["MlpPolicy", "MultiInputPolicy"])
 def test_env_without_dict_goal_observations_is_refused(policy):
-    with pytest.raises(TypeError, match="must be a spaces.Dict"):
+    with pytest.raises(TypeError, match=r"must be a spaces\.Dict"):
         HER(policy, FlatObservationEnv(), DQN)
+
+
+@pytest.mark.parametrize("policy", ["MlpPolicy", "MultiInputPolicy"])
+def test_vec_env_without_dict_goal_observations_is_refused(policy):
+    with pytest.raises(ValueError, match="Build the VecEnv from the goal envs themselves"):
+        HER(policy, DummyVecEnv([FlatObservationEnv]), DQN)
 
 
 def test_env_missing_a_goal_key_is_refused():
@@ -65,7 +75,9 @@ def test_on_policy_model_class_is_refused(model_class):
 
 
 def test_replay_buffer_class_is_refused():
-    with pytest.raises(ValueError, match="HER supplies the learner's replay buffer: remove replay_buffer_class="):
+    with pytest.raises(
+        ValueError, match="HER supplies the learner's replay buffer: remove replay_buffer_class="
+    ):
         HER("MlpPolicy", BitFlippingEnv(n_bits=3), DQN, replay_buffer_class=object)
 
 
@@ -93,19 +105,21 @@ def test_vectorized_compute_reward_gives_no_warning():
 def test_loading_a_plain_sb3_model_names_its_own_class(tmp_path):
     path = tmp_path / "dqn.zip"
     DQN("MlpPolicy", "CartPole-v1", buffer_size=100).save(path)
-    with pytest.raises(ValueError, match=r"not a her_wrap model .*load plain SB3 models with their own class"):
+    with pytest.raises(
+        ValueError, match=r"not a her_wrap model .*load plain SB3 models with their own class"
+    ):
         HER.load(path)
 
 
 def test_loading_a_text_file_is_refused(tmp_path):
     path = tmp_path / "notes.txt"
     path.write_text("not a model")
-    with pytest.raises(ValueError, match="not a zip file\\): pass a file written by HER.save"):
+    with pytest.raises(ValueError, match=r"not a zip file\): pass a file written by HER\.save"):
         HER.load(path)
 
 
 def test_loading_a_missing_path_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="does not exist: pass the path given to HER.save"):
+    with pytest.raises(ValueError, match=r"does not exist: pass the path given to HER\.save"):
         HER.load(tmp_path / "nothing_here")
 
 

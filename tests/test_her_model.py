@@ -17,7 +17,7 @@ from stable_baselines3 import DDPG, DQN, SAC, TD3
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import SubprocVecEnv
 
-import her_wrap.envs  # noqa: F401  (registers BitFlipping-v0)
+import her_wrap.envs  # noqa: F401  (registers BitFlipping-v0 here, where HER builds its local copy)
 from her_wrap import HER, BitFlippingEnv, GoalSelectionStrategy, HERGoalEnvWrapper
 
 N_BITS = 4

@@ -73,7 +73,9 @@ def test_relabeled_success_terminates_although_the_original_step_was_truncated()
     buffer = HindsightExperienceReplayWrapper(learner_buffer(ENV), 4, "final", ENV, seed=0)
     add_episode(buffer, [[0, 0, 0], [1, 0, 0]], ends_by="truncation")
     samples = buffer.sample(100)
-    pairs = {(float(r), float(d)) for r, d in zip(samples.rewards.ravel(), samples.dones.ravel(), strict=True)}
+    pairs = {
+        (float(r), float(d)) for r, d in zip(samples.rewards.ravel(), samples.dones.ravel(), strict=True)
+    }
     assert pairs == {(-1.0, 0.0), (0.0, 1.0)}
 
 
@@ -109,6 +111,18 @@ def test_vec_normalize_applies_to_relabeled_goals():
     desired = np.unique(rows(buffer.sample(100, env=venv), "observations", "desired_goal").round(5), axis=0)
     expected = np.unique(np.stack([normalized(GOAL), normalized([1, 0, 0])]).round(5), axis=0)
     np.testing.assert_allclose(desired, expected, atol=1e-5)
+
+
+def test_mlp_policy_under_vec_normalize_stores_raw_observations_across_episode_ends():
+    """SB3 stores un-normalized observations, the final one of each episode included, flat policy or not."""
+    venv = VecNormalize(DummyVecEnv([lambda: BitFlippingEnv(n_bits=3)]), norm_reward=False)
+    model = HER(
+        "MlpPolicy", venv, DQN, seed=0, learning_starts=100, batch_size=32, policy_kwargs={"net_arch": [32]}
+    )
+    model.learn(150)
+    stored = model.replay_buffer.sample(64).next_observations.numpy()
+    # final observations come back through VecNormalize's unnormalize_obs: bits up to float error
+    np.testing.assert_allclose(stored, stored.round().clip(0, 1), atol=1e-5)
 
 
 class InfoRecordingBitFlippingEnv(BitFlippingEnv):
@@ -147,7 +161,9 @@ def test_offline_relabeling_trains_on_rewards_that_match_the_goals():
     model.learn(250)
     samples = model.replay_buffer.sample(64)
     expected = ENV.compute_reward(
-        rows(samples, "next_observations", "achieved_goal"), rows(samples, "observations", "desired_goal"), None
+        rows(samples, "next_observations", "achieved_goal"),
+        rows(samples, "observations", "desired_goal"),
+        None,
     )
     trained = model.model._n_updates > 0
     assert trained and np.array_equal(samples.rewards.numpy().ravel(), expected)

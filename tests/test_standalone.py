@@ -110,6 +110,16 @@ def test_cpprb_code_runs_unchanged_and_returns_cpprb_keys_shapes_and_dtypes(prio
     assert layout(ours) == layout(theirs)
 
 
+def test_get_all_transitions_has_cpprb_fields_and_dtypes() -> None:
+    def fields(buffer_class: type) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+        rb = buffer_class(100, TAGGED_ENV_DICT, 10, tag_reward, goal_func=tag_goal, goal_shape=2)
+        rb.add(obs=[0, 0, 0], act=0, next_obs=[0, 1, 0])
+        rb.on_episode_end([0, -1])
+        return {key: (value.shape[1:], value.dtype) for key, value in rb.get_all_transitions().items()}
+
+    assert fields(HindsightReplayBuffer) == fields(cpprb.HindsightReplayBuffer)
+
+
 def test_defaults_match_cpprb() -> None:
     rb = tagged_buffer()
     assert (rb.strategy.value, rb.additional_goals, rb.prioritized, rb.replay.prioritizer is not None) == (
@@ -161,11 +171,25 @@ def test_future_goals_are_reached_at_or_after_the_transitions_step() -> None:
     assert (batch["goal"][relabeled, 1] >= batch["obs"][relabeled, 1] + 1).all()
 
 
-def test_final_goals_are_the_last_next_state_of_the_episode() -> None:
-    rb = tagged_buffer(strategy="final")
+@pytest.mark.parametrize(
+    ("strategy", "allowed_steps"),
+    [("final", {10.0}), ("episode", set(range(1, 11))), ("random", set(range(1, 11)))],
+)
+def test_relabeled_goals_are_next_states_the_strategy_allows(
+    strategy: str, allowed_steps: set[float]
+) -> None:
+    rb = tagged_buffer(strategy=strategy)
+    fill_tagged(rb, 6, 10)
+    goals = rb.sample(512)["goal"]
+    assert set(goals[goals[:, 1] >= 0, 1].tolist()) <= allowed_steps
+
+
+def test_random_goals_may_come_from_other_episodes() -> None:
+    rb = tagged_buffer(strategy="random")
     fill_tagged(rb, 6, 10)
     batch = rb.sample(512)
-    assert set(np.unique(batch["goal"][:, 1]).tolist()) == {-1.0, 10.0}
+    relabeled = batch["goal"][:, 1] >= 0
+    assert (batch["goal"][relabeled, 0] != batch["obs"][relabeled, 0]).any()
 
 
 def test_final_strategy_counts_additional_goals_as_one_like_cpprb() -> None:
@@ -225,6 +249,20 @@ def test_get_all_transitions_returns_real_transitions_with_original_goals_and_re
     np.testing.assert_array_equal(
         everything["rew"][:, 0], tag_reward(everything["next_obs"], everything["act"], everything["goal"])
     )
+
+
+def test_shuffled_transitions_are_a_permutation_of_the_stored_ones() -> None:
+    rb = tagged_buffer()
+    fill_tagged(rb, 3, 5)
+    ordered, shuffled = rb.get_all_transitions(), rb.get_all_transitions(shuffle=True)
+    assert sorted(map(tuple, shuffled["obs"].tolist())) == sorted(map(tuple, ordered["obs"].tolist()))
+
+
+def test_add_ignores_fields_outside_env_dict_like_cpprb() -> None:
+    rb = tagged_buffer()
+    rb.add(obs=[0, 0, 0], act=0, next_obs=[0, 1, 0], done=1)
+    rb.on_episode_end([0, -1])
+    assert "done" not in stored(rb)
 
 
 def test_size_counts_real_transitions_not_relabeled_copies() -> None:

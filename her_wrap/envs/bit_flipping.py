@@ -44,11 +44,12 @@ class BitFlippingEnv(gymnasium.Env[dict[str, Any], Any]):
         ``Box(-1, 1, (n_bits,), float32)`` actions, every bit whose action component is ``> 0`` flips
     :param max_steps: steps before truncation; ``None`` means ``n_bits`` (enough to solve any episode)
     :param fixed_goal: use the all-ones goal in every episode instead of a random one
-    :param render_mode: ``None``, ``"ansi"`` (``render()`` returns a string) or ``"human"`` (the same
-        string is printed at every reset and step)
+    :param render_mode: ``None``, ``"ansi"`` (``render()`` returns a string), ``"human"`` (the same
+        string is printed at every reset and step) or ``"rgb_array"`` (an image: the state's bits on the
+        top row, the goal's below, a bit set is white; what SB3's ``make_vec_env`` asks for)
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}
 
     def __init__(
         self,
@@ -156,12 +157,20 @@ class BitFlippingEnv(gymnasium.Env[dict[str, Any], Any]):
         """
         return np.zeros_like(self._goals_differ(achieved_goal, desired_goal))
 
-    def render(self) -> str | None:  # type: ignore[override]
-        """Describe the state and the goal as bit strings.
+    def render(self) -> str | npt.NDArray[np.uint8] | None:  # type: ignore[override]
+        """Show the state and the goal.
 
-        :return: the description with ``render_mode="ansi"``, else ``None``
+        :return: with ``render_mode="ansi"`` the bit strings; with ``"rgb_array"`` an image of shape
+            ``(2 * cell, n_bits * cell, 3)`` (state on top, goal below, set bits white); else ``None``
         """
-        return self._describe() if self.render_mode == "ansi" else None
+        if self.render_mode == "ansi":
+            return self._describe()
+        if self.render_mode == "rgb_array":
+            cell = 8
+            rows = np.stack([self.state, self.goal]).astype(np.uint8) * 255
+            image = np.repeat(np.repeat(rows, cell, axis=0), cell, axis=1)
+            return np.repeat(image[:, :, None], 3, axis=2)
+        return None
 
     def _random_bits(self) -> npt.NDArray[np.float32]:
         return self.np_random.integers(0, 2, size=self.n_bits).astype(np.float32)

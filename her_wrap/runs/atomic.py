@@ -25,7 +25,7 @@ def _fsync_path(path: Path) -> None:
         os.close(descriptor)
 
 
-def atomic_write(destination: Path, write: Callable[[Path], None]) -> None:
+def atomic_write(destination: Path, write: Callable[[Path], object]) -> None:
     """Produce ``destination`` atomically with a writer that takes a path.
 
     :param destination: final path of the file

@@ -144,7 +144,9 @@ class CheckpointCallback(BaseCallback):
     :param verbose: 1 prints each checkpoint
     """
 
-    def __init__(self, agent: Any, run_dir: Path, save_freq: int, vec_normalize: Any = None, verbose: int = 1):
+    def __init__(
+        self, agent: Any, run_dir: Path, save_freq: int, vec_normalize: Any = None, verbose: int = 1
+    ):
         super().__init__(verbose=verbose)
         self.agent = agent
         self.run_dir = run_dir

@@ -55,11 +55,19 @@ def checkpoint_timesteps(run_dir: Path) -> list[int]:
     """Timesteps of the complete checkpoints in ``run_dir`` (their zip exists), ascending."""
     if not Path(run_dir).is_dir():
         return []
-    return sorted(int(match.group(1)) for path in Path(run_dir).iterdir() if (match := _CHECKPOINT.match(path.name)))
+    return sorted(
+        int(match.group(1)) for path in Path(run_dir).iterdir() if (match := _CHECKPOINT.match(path.name))
+    )
 
 
-def save_agent(agent: Any, model_path: Path, *, replay_buffer_path: Path | None = None,
-               vec_normalize: Any = None, vecnormalize_path: Path | None = None) -> None:
+def save_agent(
+    agent: Any,
+    model_path: Path,
+    *,
+    replay_buffer_path: Path | None = None,
+    vec_normalize: Any = None,
+    vecnormalize_path: Path | None = None,
+) -> None:
     """Save an agent (and optionally its replay buffer and statistics), every file atomically, zip last.
 
     :param agent: a :class:`her_wrap.HER`

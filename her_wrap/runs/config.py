@@ -89,7 +89,15 @@ RUN_KEYS: tuple[str, ...] = (
 
 POLICIES = ("MultiInputPolicy", "MlpPolicy")
 NOISE_TYPES = ("normal", "ornstein-uhlenbeck")
-VEC_NORMALIZE_KEYS = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon", "norm_obs_keys")
+VEC_NORMALIZE_KEYS = (
+    "norm_obs",
+    "norm_reward",
+    "clip_obs",
+    "clip_reward",
+    "gamma",
+    "epsilon",
+    "norm_obs_keys",
+)
 
 # Zoo keys that name Python code to import: her_wrap never imports code a config names.
 _CODE_KEYS = ("env_wrapper", "vec_env_wrapper", "callback", "frame_stack")
@@ -169,7 +177,9 @@ def read_entries(path: str | Path) -> dict[str, dict[str, Any]]:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise UsageError(f"{path}: expected a mapping from env id to hyperparameters, got {type(data).__name__}")
+        raise UsageError(
+            f"{path}: expected a mapping from env id to hyperparameters, got {type(data).__name__}"
+        )
     for key, entry in data.items():
         if entry is None:
             data[key] = {}
@@ -212,17 +222,17 @@ def translate_zoo_keys(entry: Mapping[str, Any], where: str) -> dict[str, Any]:
     :param where: ``"file: env id"`` for error messages
     :raises UsageError: for a replay buffer other than HER, a HER key given twice, or a key that names code
     """
-    entry = _parse_literal_strings(dict(entry))
+    result: dict[str, Any] = _parse_literal_strings(dict(entry))
     for key in _CODE_KEYS:
-        if key in entry:
+        if key in result:
             raise UsageError(
                 f"{where}: {key!r} is not supported: her_wrap does not import code named in a config; "
                 "remove it from the entry"
             )
-    her = dict(entry.pop("her", None) or {})
+    her = dict(result.pop("her", None) or {})
     zoo_her: dict[str, Any] = {}
-    buffer_class = entry.pop("replay_buffer_class", None)
-    buffer_kwargs = entry.pop("replay_buffer_kwargs", None) or {}
+    buffer_class = result.pop("replay_buffer_class", None)
+    buffer_kwargs = result.pop("replay_buffer_kwargs", None) or {}
     if buffer_class is not None:
         if str(buffer_class).rsplit(".", 1)[-1] != "HerReplayBuffer":
             raise UsageError(
@@ -233,8 +243,8 @@ def translate_zoo_keys(entry: Mapping[str, Any], where: str) -> dict[str, Any]:
             raise UsageError(f"{where}: replay_buffer_kwargs must be a mapping, got {buffer_kwargs!r}")
         zoo_her.update(buffer_kwargs)
     for key in (*HER_SETTINGS, *_ZOO_HER_RENAMES, *_IGNORED_ZOO_HER_KEYS):
-        if key in entry:
-            zoo_her[key] = entry.pop(key)
+        if key in result:
+            zoo_her[key] = result.pop(key)
     for key, value in zoo_her.items():
         key = _ZOO_HER_RENAMES.get(key, key)
         if key in _IGNORED_ZOO_HER_KEYS:
@@ -242,8 +252,8 @@ def translate_zoo_keys(entry: Mapping[str, Any], where: str) -> dict[str, Any]:
         if key in her and her[key] != value:
             raise UsageError(f"{where}: HER setting {key!r} is given twice ({her[key]!r} and {value!r})")
         her[key] = value
-    entry["her"] = her
-    return entry
+    result["her"] = her
+    return result
 
 
 def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
@@ -381,9 +391,13 @@ def build_run_config(entry: Mapping[str, Any], env_id: str, where: str, algo: st
     noise_std = entry.pop("noise_std", None)
     if noise_type is not None or noise_std is not None:
         if model_class in DISCRETE_ACTION_LEARNERS:
-            raise UsageError(f"{where}: noise_type/noise_std apply to continuous actions, not to {model_class}")
+            raise UsageError(
+                f"{where}: noise_type/noise_std apply to continuous actions, not to {model_class}"
+            )
         if noise_type not in NOISE_TYPES:
-            raise UsageError(f"{where}: noise_type must be one of {_one_line(NOISE_TYPES)}, got {noise_type!r}")
+            raise UsageError(
+                f"{where}: noise_type must be one of {_one_line(NOISE_TYPES)}, got {noise_type!r}"
+            )
         if not isinstance(noise_std, (int, float)) or isinstance(noise_std, bool) or noise_std < 0:
             raise UsageError(f"{where}: noise_std must be a non-negative number, got {noise_std!r}")
         noise_std = float(noise_std)
@@ -431,7 +445,9 @@ class ConfigEntry:
 
     def validate(self, entry: Mapping[str, Any] | None = None) -> RunConfig:
         """Validate this entry, or a changed copy of it, into a :class:`RunConfig`."""
-        return build_run_config(self.entry if entry is None else entry, self.env_id, self.where, self.file_algo)
+        return build_run_config(
+            self.entry if entry is None else entry, self.env_id, self.where, self.file_algo
+        )
 
 
 def load_entry(

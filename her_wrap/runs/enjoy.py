@@ -44,9 +44,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stochastic", action="store_true", help="sample actions instead of greedy ones")
     parser.add_argument("--render", action="store_true", help="render the episodes (render_mode='human')")
     parser.add_argument(
-        "-c", "--conf", type=Path, default=None, help="config for an agent outside a run folder (default: configs/her.yml)"
+        "-c",
+        "--conf",
+        type=Path,
+        default=None,
+        help="config for an agent outside a run folder (default: configs/her.yml)",
     )
-    parser.add_argument("--seed", type=int, default=DEFAULT_ENJOY_SEED, help=f"seed of the episodes (default: {DEFAULT_ENJOY_SEED})")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=DEFAULT_ENJOY_SEED,
+        help=f"seed of the episodes (default: {DEFAULT_ENJOY_SEED})",
+    )
     parser.add_argument("--device", default="auto", help="torch device (default: auto)")
 
 
@@ -66,7 +75,9 @@ def select_saved_agent(args: argparse.Namespace) -> SavedAgent:
     if args.load_checkpoint is not None:
         if args.load_checkpoint not in timesteps:
             listed = ", ".join(map(str, timesteps)) or "none"
-            raise UsageError(f"{run.run_dir} has no checkpoint at {args.load_checkpoint} steps; checkpoints: {listed}")
+            raise UsageError(
+                f"{run.run_dir} has no checkpoint at {args.load_checkpoint} steps; checkpoints: {listed}"
+            )
         return resolve_saved_agent(checkpoint_paths(run.run_dir, args.load_checkpoint)[0])
     if args.load_last_checkpoint:
         if not timesteps:
@@ -97,7 +108,9 @@ def enjoy(args: argparse.Namespace) -> EvaluationResult:
     env: Any = make_vec_goal_env(config.env_id, env_kwargs, 1, args.seed)
     if config.normalize is not None:
         if saved.vecnormalize is None:
-            print(f"Note: {saved.model.name} was trained with normalization but no statistics were saved with it")
+            print(
+                f"Note: {saved.model.name} was trained with normalization but no statistics were saved with it"
+            )
         env = normalize_vec_env(
             env, config.normalize, gamma=None, training=False, stats_path=saved.vecnormalize
         )

@@ -12,18 +12,30 @@ import functools
 import importlib
 import io
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 
 from her_wrap.runs.errors import UsageError
 
+if TYPE_CHECKING:
+    from her_wrap.runs.config import RunConfig
+
 ROBOTICS_EXTRA_HINT = "pip install her_wrap[robotics]"
 
 # Modules that register env ids on import, and the id prefixes that need them.
 _ENV_PACKAGES: dict[str, tuple[str, ...]] = {
-    "gymnasium_robotics": ("Fetch", "HandManipulate", "HandReach", "Adroit", "AntMaze", "PointMaze", "FrankaKitchen"),
+    "gymnasium_robotics": (
+        "Fetch",
+        "HandManipulate",
+        "HandReach",
+        "Adroit",
+        "AntMaze",
+        "PointMaze",
+        "FrankaKitchen",
+    ),
     "panda_gym": ("Panda",),
 }
 
@@ -141,7 +153,12 @@ def make_vec_goal_env(
 
 
 def normalize_vec_env(
-    venv: Any, normalize: dict[str, Any], *, gamma: float | None, training: bool, stats_path: Path | None = None
+    venv: Any,
+    normalize: dict[str, Any],
+    *,
+    gamma: float | None,
+    training: bool,
+    stats_path: Path | None = None,
 ) -> Any:
     """Wrap a ``VecEnv`` in ``VecNormalize``, fresh or with statistics loaded from ``stats_path``.
 
@@ -165,3 +182,58 @@ def normalize_vec_env(
     if not training:
         wrapped.norm_reward = False
     return wrapped
+
+
+#: Seed offset of the evaluation env, so its episodes differ from the training envs'.
+EVAL_SEED_OFFSET = 10_000
+
+
+@dataclass
+class TrainingEnvs:
+    """The envs of a training run: ``train`` for the learner, ``evaluate`` for greedy evaluations.
+
+    With normalization, ``train_normalize``/``eval_normalize`` are the ``VecNormalize`` layers (the same
+    objects as ``train``/``evaluate``); the evaluation one does not update its statistics and leaves
+    rewards alone.
+    """
+
+    train: Any
+    evaluate: Any
+    train_normalize: Any = None
+    eval_normalize: Any = None
+
+    def close(self) -> None:
+        self.train.close()
+        self.evaluate.close()
+
+
+def make_training_envs(
+    config: RunConfig,
+    seed: int,
+    *,
+    vec_env: str = "dummy",
+    monitor_dir: Path | None = None,
+    stats_path: Path | None = None,
+) -> TrainingEnvs:
+    """Training envs (``config.n_envs`` copies) and a one-env evaluation env, normalized as configured.
+
+    :param config: the run's config (env id, env kwargs, n_envs, normalize, the learner's gamma)
+    :param seed: training env ``i`` is seeded ``seed + i``, the evaluation env ``seed + EVAL_SEED_OFFSET``
+    :param vec_env: ``dummy`` or ``subproc``
+    :param monitor_dir: where the training monitors write their CSVs, or ``None``
+    :param stats_path: normalization statistics to start from (a resumed run), or ``None``
+    """
+    train_env = make_vec_goal_env(
+        config.env_id, config.env_kwargs, config.n_envs, seed, vec_env=vec_env, monitor_dir=monitor_dir
+    )
+    eval_env = make_vec_goal_env(config.env_id, config.env_kwargs, 1, seed + EVAL_SEED_OFFSET)
+    if config.normalize is None:
+        return TrainingEnvs(train_env, eval_env)
+    gamma = config.learner_kwargs.get("gamma")
+    train_normalize = normalize_vec_env(
+        train_env, config.normalize, gamma=gamma, training=True, stats_path=stats_path
+    )
+    eval_normalize = normalize_vec_env(
+        eval_env, config.normalize, gamma=gamma, training=False, stats_path=stats_path
+    )
+    return TrainingEnvs(train_normalize, eval_normalize, train_normalize, eval_normalize)

@@ -50,7 +50,9 @@ class EvaluationResult:
         )
 
 
-def evaluate_agent(agent: Any, eval_env: Any, n_episodes: int, *, deterministic: bool = True) -> EvaluationResult:
+def evaluate_agent(
+    agent: Any, eval_env: Any, n_episodes: int, *, deterministic: bool = True
+) -> EvaluationResult:
     """Run ``n_episodes`` episodes and record return, length and success of each.
 
     :param agent: anything with ``predict(observation, state, episode_start, deterministic)``, such as

@@ -29,7 +29,15 @@ DISCRETE_ACTION_LEARNERS = frozenset({"dqn", "qrdqn"})
 # Constructor parameters a config may not set as learner kwargs: the env and the policy come from the run,
 # the replay buffer is HER's, and action noise is written as noise_type/noise_std.
 _NOT_LEARNER_KWARGS = frozenset(
-    {"self", "policy", "env", "replay_buffer_class", "replay_buffer_kwargs", "action_noise", "_init_setup_model"}
+    {
+        "self",
+        "policy",
+        "env",
+        "replay_buffer_class",
+        "replay_buffer_kwargs",
+        "action_noise",
+        "_init_setup_model",
+    }
 )
 
 
@@ -58,5 +66,5 @@ def learner_parameters(name: str) -> dict[str, inspect.Parameter]:
     :param name: a name of :data:`LEARNERS`
     :return: the constructor's parameters minus those the run sets itself
     """
-    signature = inspect.signature(learner_class(name).__init__)
+    signature = inspect.signature(learner_class(name))
     return {key: value for key, value in signature.parameters.items() if key not in _NOT_LEARNER_KWARGS}

@@ -43,7 +43,9 @@ def resolve_policy_kwargs(policy_kwargs: dict[str, Any]) -> dict[str, Any]:
 
     resolved = copy.deepcopy(policy_kwargs)
     if "activation_fn" in resolved:
-        resolved["activation_fn"] = _torch_class(resolved["activation_fn"], torch.nn, _ACTIVATIONS, "activation_fn")
+        resolved["activation_fn"] = _torch_class(
+            resolved["activation_fn"], torch.nn, _ACTIVATIONS, "activation_fn"
+        )
     if "optimizer_class" in resolved:
         resolved["optimizer_class"] = _torch_class(
             resolved["optimizer_class"], torch.optim, _OPTIMIZERS, "optimizer_class"

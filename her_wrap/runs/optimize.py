@@ -33,7 +33,7 @@ from typing import Any
 from her_wrap.runs import arguments
 from her_wrap.runs.atomic import atomic_write_text
 from her_wrap.runs.config import ConfigEntry, RunConfig, load_entry, parse_override, set_in
-from her_wrap.runs.env_factory import check_env_id, ensure_registered, make_vec_goal_env, normalize_vec_env
+from her_wrap.runs.env_factory import check_env_id, ensure_registered, make_training_envs
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.evaluation import EvaluationResult
 from her_wrap.runs.run_layout import ALGO_FOLDER, folder_name
@@ -53,24 +53,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     arguments.add_config_arguments(parser)
     arguments.add_log_folder_argument(parser)
     arguments.add_runtime_arguments(parser)
-    parser.add_argument("--n-trials", type=arguments.positive_int, default=10, help="trials this worker runs (default: 10)")
-    parser.add_argument("--n-jobs", type=arguments.positive_int, default=1, help="trials run at once, in threads (default: 1)")
-    parser.add_argument("--timeout", type=float, default=None, help="stop starting trials after this many seconds")
+    arguments.add_training_arguments(parser)
     parser.add_argument(
-        "--storage", default=None, help="Optuna storage URL, e.g. postgresql://user:pw@host/db (default: SQLite file)"
+        "--n-trials", type=arguments.positive_int, default=10, help="trials this worker runs (default: 10)"
     )
-    parser.add_argument("--study-name", default=None, help="study to create or join (default: her-ENV_ID-ALGO)")
-    parser.add_argument("--sampler", choices=SAMPLERS, default="tpe", help="tpe (default) or random")
-    parser.add_argument("--pruner", choices=PRUNERS, default="median", help="median (default), halving, hyperband, none")
     parser.add_argument(
-        "--n-startup-trials", type=int, default=5, help="trials before the sampler and pruner act (default: 5)"
+        "--n-jobs", type=arguments.positive_int, default=1, help="trials run at once, in threads (default: 1)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=None, help="stop starting trials after this many seconds"
+    )
+    parser.add_argument(
+        "--storage",
+        default=None,
+        help="Optuna storage URL, e.g. postgresql://user:pw@host/db (default: SQLite file)",
+    )
+    parser.add_argument(
+        "--study-name", default=None, help="study to create or join (default: her-ENV_ID-ALGO)"
+    )
+    parser.add_argument("--sampler", choices=SAMPLERS, default="tpe", help="tpe (default) or random")
+    parser.add_argument(
+        "--pruner", choices=PRUNERS, default="median", help="median (default), halving, hyperband, none"
+    )
+    parser.add_argument(
+        "--n-startup-trials",
+        type=int,
+        default=5,
+        help="trials before the sampler and pruner act (default: 5)",
     )
     parser.add_argument(
         "--n-evaluations", type=arguments.positive_int, default=4, help="evaluations per trial (default: 4)"
     )
-    parser.add_argument("--eval-episodes", type=arguments.positive_int, default=10, help="episodes per evaluation (default: 10)")
-    parser.add_argument("--vec-env", choices=("dummy", "subproc"), default="dummy", help="how envs run (default: dummy)")
-    parser.add_argument("--n-envs", type=arguments.positive_int, default=None, help="replace the entry's n_envs")
 
 
 def hide_password(url: str) -> str:
@@ -132,7 +145,9 @@ def make_pruner(name: str, n_startup_trials: int, n_evaluations: int) -> Any:
     import optuna
 
     if name == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=n_startup_trials, n_warmup_steps=n_evaluations // 3)
+        return optuna.pruners.MedianPruner(
+            n_startup_trials=n_startup_trials, n_warmup_steps=n_evaluations // 3
+        )
     if name == "halving":
         return optuna.pruners.SuccessiveHalvingPruner()
     if name == "hyperband":
@@ -184,7 +199,12 @@ def run_study(
         return objective(trial)
 
     study.optimize(
-        recorded, n_trials=n_trials, n_jobs=n_jobs, timeout=timeout, catch=(UsageError,), callbacks=[print_trial]
+        recorded,
+        n_trials=n_trials,
+        n_jobs=n_jobs,
+        timeout=timeout,
+        catch=(UsageError,),
+        callbacks=[print_trial],
     )
 
 
@@ -208,34 +228,29 @@ def train_trial(
     from her_wrap.runs.callbacks import SuccessEvalCallback
     from her_wrap.runs.model_factory import build_agent
 
-    train_env = make_vec_goal_env(config.env_id, config.env_kwargs, config.n_envs, seed, vec_env=vec_env)
-    eval_env = make_vec_goal_env(config.env_id, config.env_kwargs, 1, seed + 10_000)
-    train_normalize = eval_normalize = None
-    if config.normalize is not None:
-        gamma = config.learner_kwargs.get("gamma")
-        train_env = train_normalize = normalize_vec_env(train_env, config.normalize, gamma=gamma, training=True)
-        eval_env = eval_normalize = normalize_vec_env(eval_env, config.normalize, gamma=gamma, training=False)
+    envs = make_training_envs(config, seed, vec_env=vec_env)
     try:
-        agent = build_agent(config, train_env, seed=seed, verbose=verbose, device=device)
+        agent = build_agent(config, envs.train, seed=seed, verbose=verbose, device=device)
         evaluation = SuccessEvalCallback(
             agent,
-            eval_env,
+            envs.evaluate,
             eval_freq=max(n_timesteps // n_evaluations, 1),
             n_eval_episodes=eval_episodes,
-            train_normalize=train_normalize,
-            eval_normalize=eval_normalize,
+            train_normalize=envs.train_normalize,
+            eval_normalize=envs.eval_normalize,
             after_evaluation=lambda result: report(len(evaluation.results) - 1, result),
             verbose=verbose,
         )
         agent.learn(n_timesteps, callback=evaluation, progress_bar=False)
         return [result for _, result in evaluation.results]
     finally:
-        train_env.close()
-        eval_env.close()
+        envs.close()
         gc.collect()
 
 
-def make_objective(base: ConfigEntry, fixed: Collection[KeyPath], args: argparse.Namespace, n_timesteps: int) -> Callable[[Any], float]:
+def make_objective(
+    base: ConfigEntry, fixed: Collection[KeyPath], args: argparse.Namespace, n_timesteps: int
+) -> Callable[[Any], float]:
     """The Optuna objective of ``her-wrap optimize`` (see the module docstring)."""
     import optuna
 
@@ -268,7 +283,9 @@ def make_objective(base: ConfigEntry, fixed: Collection[KeyPath], args: argparse
     return objective
 
 
-def trial_entry(base: ConfigEntry, trial: Any, fixed: Collection[KeyPath], model_class: str) -> dict[str, Any]:
+def trial_entry(
+    base: ConfigEntry, trial: Any, fixed: Collection[KeyPath], model_class: str
+) -> dict[str, Any]:
     """The base entry with a trial's sampled settings set in it (a new dict)."""
     import copy
 
@@ -300,7 +317,11 @@ def optimize(args: argparse.Namespace) -> Any:
 
     ensure_registered(args.env)
     base = load_entry(
-        args.conf or arguments.default_config_path(), args.env, algo=args.algo, overrides=args.hyperparams, n_envs=args.n_envs
+        args.conf or arguments.default_config_path(),
+        args.env,
+        algo=args.algo,
+        overrides=args.hyperparams,
+        n_envs=args.n_envs,
     )
     base_config = base.validate()
     check_env_id(base_config.env_id, base_config.env_kwargs)

@@ -59,14 +59,25 @@ class Band:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("runs", nargs="*", type=Path, metavar="RUN_DIR", help="run folders (logs/her/ENV_ID_N)")
-    parser.add_argument("--env", nargs="+", default=[], metavar="ENV_ID", help="plot every run of these env ids")
-    arguments.add_log_folder_argument(parser)
-    parser.add_argument("--source", choices=("eval", "train"), default="eval", help="eval (default) or train episodes")
     parser.add_argument(
-        "--window", type=arguments.positive_int, default=100, help="episodes averaged for --source train (default: 100)"
+        "runs", nargs="*", type=Path, metavar="RUN_DIR", help="run folders (logs/her/ENV_ID_N)"
     )
-    parser.add_argument("-o", "--output", type=Path, default=None, help="PNG to write (default: in LOG_FOLDER/her)")
+    parser.add_argument(
+        "--env", nargs="+", default=[], metavar="ENV_ID", help="plot every run of these env ids"
+    )
+    arguments.add_log_folder_argument(parser)
+    parser.add_argument(
+        "--source", choices=("eval", "train"), default="eval", help="eval (default) or train episodes"
+    )
+    parser.add_argument(
+        "--window",
+        type=arguments.positive_int,
+        default=100,
+        help="episodes averaged for --source train (default: 100)",
+    )
+    parser.add_argument(
+        "-o", "--output", type=Path, default=None, help="PNG to write (default: in LOG_FOLDER/her)"
+    )
     parser.add_argument("--title", default=None, help="figure title")
 
 
@@ -106,7 +117,9 @@ def read_monitors(run_dir: Path, window: int) -> Curve | None:
         return None
     timesteps = _initial_timesteps(run_dir) + np.cumsum(episodes["l"].to_numpy(dtype=np.float64))
     success = (
-        episodes["is_success"].astype(float) if "is_success" in episodes else pd.Series(np.nan, index=episodes.index)
+        episodes["is_success"].astype(float)
+        if "is_success" in episodes
+        else pd.Series(np.nan, index=episodes.index)
     )
     rolling = {"window": window, "min_periods": 1}
     return Curve(
@@ -189,7 +202,9 @@ def draw(bands: dict[str, Band], output: Path, *, source: str, title: str | None
         ):
             axes.plot(band.timesteps, mean, color=colour, label=name)
             if band.n_runs > 1:
-                axes.fill_between(band.timesteps, mean - std, mean + std, color=colour, alpha=0.25, linewidth=0)
+                axes.fill_between(
+                    band.timesteps, mean - std, mean + std, color=colour, alpha=0.25, linewidth=0
+                )
     success_axes.set_ylim(-0.02, 1.02)
     success_axes.set_ylabel(f"success rate ({kind})")
     return_axes.set_ylabel(f"episode return ({kind})")
@@ -210,20 +225,31 @@ def plot(args: argparse.Namespace) -> Path:
         curves = [
             curve
             for run_dir in run_dirs
-            if (curve := read_evaluations(run_dir) if args.source == "eval" else read_monitors(run_dir, args.window))
+            if (
+                curve := read_evaluations(run_dir)
+                if args.source == "eval"
+                else read_monitors(run_dir, args.window)
+            )
             is not None
         ]
         if not curves:
             what = "evaluations.npz" if args.source == "eval" else "monitor CSVs"
-            raise UsageError(f"no {what} in the runs of {env_id}: {', '.join(str(path) for path in run_dirs)}")
+            raise UsageError(
+                f"no {what} in the runs of {env_id}: {', '.join(str(path) for path in run_dirs)}"
+            )
         bands[env_id] = aggregate(curves)
-    output = args.output or Path(args.log_folder) / ALGO_FOLDER / f"{'+'.join(map(folder_name, bands))}_{args.source}.png"
+    output = (
+        args.output
+        or Path(args.log_folder) / ALGO_FOLDER / f"{'+'.join(map(folder_name, bands))}_{args.source}.png"
+    )
     draw(bands, output, source=args.source, title=args.title)
     for env_id, band in bands.items():
         last = np.flatnonzero(~np.isnan(band.success_mean))
         if len(last):
             at = last[-1]
-            final = f"{band.success_mean[at]:.3f} ± {band.success_std[at]:.3f} at {band.timesteps[at]:.0f} steps"
+            final = (
+                f"{band.success_mean[at]:.3f} ± {band.success_std[at]:.3f} at {band.timesteps[at]:.0f} steps"
+            )
         else:
             final = "not recorded"
         print(f"{env_id}: {band.n_runs} run(s), final success rate {final}")

@@ -15,20 +15,16 @@ from __future__ import annotations
 
 import argparse
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from her_wrap.runs import arguments
 from her_wrap.runs.checkpoints import SavedAgent, resolve_saved_agent, save_agent
 from her_wrap.runs.config import RunConfig, load_run_config
-from her_wrap.runs.env_factory import check_env_id, ensure_registered, make_vec_goal_env, normalize_vec_env
+from her_wrap.runs.env_factory import TrainingEnvs, check_env_id, ensure_registered, make_training_envs
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.run_layout import RunLayout, new_run
 from her_wrap.runs.yaml_io import write_yaml_file
-
-#: Seed offset of the evaluation env, so its episodes differ from the training envs'.
-EVAL_SEED_OFFSET = 10_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,17 +32,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     arguments.add_config_arguments(parser)
     arguments.add_log_folder_argument(parser)
     arguments.add_runtime_arguments(parser)
+    arguments.add_training_arguments(parser)
     parser.add_argument(
-        "--eval-freq", type=int, default=10_000, help="env steps between evaluations; <= 0 disables (default: 10000)"
-    )
-    parser.add_argument(
-        "--eval-episodes", type=arguments.positive_int, default=10, help="episodes per evaluation (default: 10)"
+        "--eval-freq",
+        type=int,
+        default=10_000,
+        help="env steps between evaluations; <= 0 disables (default: 10000)",
     )
     parser.add_argument(
         "--save-freq", type=int, default=-1, help="env steps between checkpoints; <= 0 disables (default)"
     )
-    parser.add_argument("--vec-env", choices=("dummy", "subproc"), default="dummy", help="how envs run (default: dummy)")
-    parser.add_argument("--n-envs", type=arguments.positive_int, default=None, help="replace the entry's n_envs")
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -63,42 +58,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="write TensorBoard logs to DIR (default DIR: LOG_FOLDER/her/tensorboard)",
     )
     parser.add_argument(
-        "--save-replay-buffer", action="store_true", help="also save the final replay buffer (replay_buffer.pkl)"
+        "--save-replay-buffer",
+        action="store_true",
+        help="also save the final replay buffer (replay_buffer.pkl)",
     )
     parser.add_argument(
-        "-i", "--trained-agent", type=Path, default=None, metavar="PATH", help="continue a saved agent (see above)"
+        "-i",
+        "--trained-agent",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="continue a saved agent (see above)",
     )
     parser.add_argument(
         "--log-interval", type=int, default=100, help="episodes between training log tables (default: 100)"
     )
 
 
-@dataclass
-class _Envs:
-    train: Any
-    evaluate: Any
-    train_normalize: Any = None
-    eval_normalize: Any = None
-
-    def close(self) -> None:
-        self.train.close()
-        self.evaluate.close()
-
-
-def _make_envs(config: RunConfig, args: argparse.Namespace, seed: int, layout: RunLayout, saved: SavedAgent | None) -> _Envs:
-    train_env = make_vec_goal_env(
-        config.env_id, config.env_kwargs, config.n_envs, seed, vec_env=args.vec_env, monitor_dir=layout.run_dir
-    )
-    eval_env = make_vec_goal_env(config.env_id, config.env_kwargs, 1, seed + EVAL_SEED_OFFSET)
-    if config.normalize is None:
-        return _Envs(train_env, eval_env)
-    gamma = config.learner_kwargs.get("gamma")
+def _make_envs(
+    config: RunConfig, args: argparse.Namespace, seed: int, layout: RunLayout, saved: SavedAgent | None
+) -> TrainingEnvs:
     stats = saved.vecnormalize if saved is not None else None
-    if saved is not None and stats is None:
+    if saved is not None and config.normalize is not None and stats is None:
         print(f"Note: no normalization statistics saved with {saved.model}; starting fresh ones", flush=True)
-    train_normalize = normalize_vec_env(train_env, config.normalize, gamma=gamma, training=True, stats_path=stats)
-    eval_normalize = normalize_vec_env(eval_env, config.normalize, gamma=gamma, training=False, stats_path=stats)
-    return _Envs(train_normalize, eval_normalize, train_normalize, eval_normalize)
+    return make_training_envs(
+        config, seed, vec_env=args.vec_env, monitor_dir=layout.run_dir, stats_path=stats
+    )
 
 
 def _tensorboard_dir(args: argparse.Namespace) -> str | None:
@@ -107,11 +92,15 @@ def _tensorboard_dir(args: argparse.Namespace) -> str | None:
     return args.tensorboard or str(Path(args.log_folder) / "her" / "tensorboard")
 
 
-def _load_agent(saved: SavedAgent, envs: _Envs, args: argparse.Namespace, seed: int) -> Any:
+def _load_agent(saved: SavedAgent, envs: TrainingEnvs, args: argparse.Namespace, seed: int) -> Any:
     from her_wrap import HER
 
     agent = HER.load(
-        str(saved.model), env=envs.train, device=args.device, verbose=args.verbose, tensorboard_log=_tensorboard_dir(args)
+        str(saved.model),
+        env=envs.train,
+        device=args.device,
+        verbose=args.verbose,
+        tensorboard_log=_tensorboard_dir(args),
     )
     agent.model.set_random_seed(seed)
     if saved.replay_buffer is not None:
@@ -152,12 +141,16 @@ def train(args: argparse.Namespace) -> RunLayout:
     arguments.set_torch_threads(args.num_threads)
 
     layout = new_run(args.log_folder, config.env_id)
-    envs: _Envs | None = None
+    envs: TrainingEnvs | None = None
     try:
         envs = _make_envs(config, args, seed, layout, saved)
         if saved is None:
             agent = build_agent(
-                config, envs.train, seed=seed, verbose=args.verbose, device=args.device,
+                config,
+                envs.train,
+                seed=seed,
+                verbose=args.verbose,
+                device=args.device,
                 tensorboard_log=_tensorboard_dir(args),
             )
         else:
@@ -203,7 +196,9 @@ def train(args: argparse.Namespace) -> RunLayout:
         eval_normalize=envs.eval_normalize,
         verbose=args.verbose,
     )
-    checkpoints = CheckpointCallback(agent, layout.run_dir, args.save_freq, envs.train_normalize, verbose=args.verbose)
+    checkpoints = CheckpointCallback(
+        agent, layout.run_dir, args.save_freq, envs.train_normalize, verbose=args.verbose
+    )
     try:
         agent.learn(
             remaining,

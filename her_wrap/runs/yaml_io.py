@@ -40,7 +40,7 @@ def parse_yaml(text: str, source: str = "<string>") -> Any:
     :raises UsageError: on malformed YAML, naming the source, line and column
     """
     try:
-        return yaml.load(text, Loader=_NumberFriendlySafeLoader)  # noqa: S506 (a SafeLoader subclass)
+        return yaml.load(text, Loader=_NumberFriendlySafeLoader)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f"{source}, line {mark.line + 1}, column {mark.column + 1}" if mark else source

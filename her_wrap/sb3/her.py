@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
 import pathlib
@@ -90,6 +91,9 @@ class HER:
                     f"HER supplies the learner's replay buffer: remove {key}= (set n_sampled_goal, "
                     "goal_selection_strategy, online, prioritized or laber on HER instead)."
                 )
+        if isinstance(model_kwargs.get("policy_kwargs"), dict):
+            # SB3 writes into the policy_kwargs it is given (SAC adds use_sde): keep the caller's intact.
+            model_kwargs["policy_kwargs"] = copy.deepcopy(model_kwargs["policy_kwargs"])
         self.model_class = resolve_model_class(model_class)
         self.policy = policy
         self.flat = not _is_dict_policy(policy)
@@ -126,11 +130,6 @@ class HER:
         if isinstance(env, VecEnv):
             _check_goal_space(env.observation_space)
             if self.flat:
-                if isinstance(env.observation_space, spaces.Box):
-                    raise ValueError(
-                        "This VecEnv already has flat observations: HER needs the goal dict to relabel. "
-                        "Build the VecEnv from the goal envs themselves; HER flattens for MlpPolicy."
-                    )
                 flat_env = VecGoalFlattenWrapper(env)
                 self.layout = flat_env.layout
                 return flat_env
@@ -303,7 +302,7 @@ class HER:
                 path, env=learner_env, custom_objects=custom_objects, **kwargs
             )
         except ValueError as error:
-            if "spaces do not match" in str(error) or "space" in str(error).lower():
+            if "spaces do not match" in str(error):
                 raise ValueError(
                     f"The env's spaces differ from the saved model's ({error}): pass an env of the task the "
                     "model was trained on."
@@ -380,7 +379,10 @@ def _register_optional(env_id: str) -> None:
 
 def _check_goal_space(space: spaces.Space) -> None:
     if not isinstance(space, spaces.Dict):
-        return  # flat VecEnvs get their own error where the policy is known
+        raise ValueError(
+            f"This VecEnv has {type(space).__name__} observations: HER needs the goal dict to relabel. "
+            "Build the VecEnv from the goal envs themselves; HER flattens for MlpPolicy."
+        )
     missing = {"observation", "achieved_goal", "desired_goal"} - set(space.spaces)
     if missing:
         raise ValueError(

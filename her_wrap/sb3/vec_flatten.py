@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, unwrap_vec_normalize
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from her_wrap.envs.goal_wrapper import GoalObservationLayout, flat_observation_space
@@ -14,6 +14,9 @@ from her_wrap.envs.goal_wrapper import GoalObservationLayout, flat_observation_s
 
 class VecGoalFlattenWrapper(VecEnvWrapper):
     """Flatten the dict goal observations of a VecEnv (``terminal_observation`` in infos included).
+
+    Under a ``VecNormalize`` the ``terminal_observation`` stays a dict: SB3's ``_store_transition``
+    un-normalizes it with that ``VecNormalize`` and pairs it with ``get_original_obs()``, both dicts.
 
     The VecEnv counterpart of :class:`~her_wrap.HERGoalEnvWrapper`, for VecEnvs built from dict goal
     envs (``SubprocVecEnv``, ``VecNormalize``...) whose learner uses ``MlpPolicy``.
@@ -28,6 +31,7 @@ class VecGoalFlattenWrapper(VecEnvWrapper):
                 "pass the VecEnv of the goal envs themselves (not already flattened)."
             )
         self.layout = GoalObservationLayout.from_space(venv.observation_space)
+        self.flatten_terminal = unwrap_vec_normalize(venv) is None
         flat_space = flat_observation_space(venv.observation_space)
         super().__init__(venv, observation_space=flat_space)
 
@@ -36,7 +40,7 @@ class VecGoalFlattenWrapper(VecEnvWrapper):
 
     def step_wait(self) -> VecEnvStepReturn:
         observations, rewards, dones, infos = self.venv.step_wait()
-        for info in infos:
+        for info in infos if self.flatten_terminal else ():
             terminal = info.get("terminal_observation")
             if isinstance(terminal, dict):
                 info["terminal_observation"] = self.layout.flatten(terminal)

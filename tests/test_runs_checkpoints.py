@@ -1,0 +1,263 @@
+"""Run folders, atomic files and checkpoints: a kill at any moment leaves a loadable previous state."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from her_wrap.runs.atomic import TEMPORARY_PREFIX, atomic_write, atomic_write_text, remove_stale_temporaries
+from her_wrap.runs.checkpoints import (
+    checkpoint_paths,
+    checkpoint_timesteps,
+    resolve_saved_agent,
+    save_checkpoint,
+)
+from her_wrap.runs.errors import UsageError
+from her_wrap.runs.run_layout import RunLayout, find_run, new_run
+
+ENV_ID = "BitFlipping-v0"
+
+
+class FakeAgent:
+    """Writes what HER's save methods write, as marker text."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def save(self, path: str) -> None:
+        Path(path).write_text(f"model {self.label}")
+
+    def save_replay_buffer(self, path: str) -> None:
+        Path(path).write_text(f"buffer {self.label}")
+
+
+class FakeVecNormalize:
+    def save(self, path: str) -> None:
+        Path(path).write_text("statistics")
+
+
+def make_run(tmp_path: Path) -> RunLayout:
+    layout = new_run(tmp_path / "logs", ENV_ID)
+    layout.config_path.write_text(f"{ENV_ID}: {{model_class: dqn, n_timesteps: 100}}\n")
+    return layout
+
+
+# --------------------------------------------------------------------------- atomic files
+
+
+def test_a_failing_writer_leaves_the_previous_file(tmp_path: Path) -> None:
+    destination = tmp_path / "model.zip"
+    destination.write_text("previous")
+
+    def fail_halfway(path: Path) -> None:
+        path.write_text("half a")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(destination, fail_halfway)
+    assert (destination.read_text(), sorted(path.name for path in tmp_path.iterdir())) == (
+        "previous",
+        ["model.zip"],
+    )
+
+
+def test_a_writer_that_saves_elsewhere_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        atomic_write(tmp_path / "model.zip", lambda path: (tmp_path / "other.zip").write_text("x"))
+
+
+KILLED_WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from her_wrap.runs.atomic import atomic_write
+
+    def slow_writer(path):
+        with open(path, "w") as handle:
+            handle.write("half of the new checkpoint")
+            handle.flush()
+            print("writing", flush=True)
+            time.sleep(60)  # killed here
+
+    atomic_write(Path(sys.argv[1]), slow_writer)
+    """
+)
+
+
+def test_sigkill_during_a_save_leaves_the_previous_file(tmp_path: Path) -> None:
+    destination = tmp_path / "rl_model_100_steps.zip"
+    atomic_write_text(destination, "complete checkpoint")
+    writer = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(destination)], stdout=subprocess.PIPE, text=True
+    )
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "writing"
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=30)
+    left_over = [path.name for path in tmp_path.iterdir() if path.name.startswith(TEMPORARY_PREFIX)]
+    assert (destination.read_text(), len(left_over), checkpoint_timesteps(tmp_path)) == (
+        "complete checkpoint",
+        1,
+        [100],
+    )
+
+
+def test_stale_temporaries_are_removed(tmp_path: Path) -> None:
+    (tmp_path / f"{TEMPORARY_PREFIX}model-abc.zip").write_text("partial")
+    (tmp_path / "model.zip").write_text("whole")
+    remove_stale_temporaries(tmp_path)
+    assert [path.name for path in tmp_path.iterdir()] == ["model.zip"]
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+def test_checkpoint_writes_agent_buffer_and_statistics(tmp_path: Path) -> None:
+    saved = save_checkpoint(FakeAgent("a"), tmp_path, 500, FakeVecNormalize())
+    assert (
+        saved.model.read_text(),
+        saved.replay_buffer and saved.replay_buffer.read_text(),
+        saved.vecnormalize is not None,
+    ) == (
+        "model a",
+        "buffer a",
+        True,
+    )
+
+
+def test_only_the_latest_checkpoint_keeps_its_replay_buffer(tmp_path: Path) -> None:
+    for timesteps in (100, 200, 300):
+        save_checkpoint(FakeAgent(str(timesteps)), tmp_path, timesteps)
+    buffers = sorted(path.name for path in tmp_path.glob("rl_model_replay_buffer_*"))
+    assert (checkpoint_timesteps(tmp_path), buffers) == (
+        [100, 200, 300],
+        ["rl_model_replay_buffer_300_steps.pkl"],
+    )
+
+
+def test_checkpoint_timesteps_ignores_other_files(tmp_path: Path) -> None:
+    for name in (
+        "rl_model_50_steps.zip",
+        "rl_model_replay_buffer_60_steps.pkl",
+        f"{TEMPORARY_PREFIX}rl_model_70_steps-x.zip",
+        "best_model.zip",
+    ):
+        (tmp_path / name).write_text("x")
+    assert checkpoint_timesteps(tmp_path) == [50]
+
+
+# --------------------------------------------------------------------------- what -i PATH stands for
+
+
+class SavedCase(NamedTuple):
+    name: str
+    files: tuple[str, ...]
+    target: str
+    expected: tuple[str, str | None, str | None]  # model, replay buffer, statistics (relative to the run)
+
+
+SAVED_CASES = [
+    SavedCase(
+        "finished run folder: the final agent with its buffer and statistics",
+        (f"{ENV_ID}.zip", "replay_buffer.pkl", f"{ENV_ID}/vecnormalize.pkl", "rl_model_100_steps.zip"),
+        ".",
+        (f"{ENV_ID}.zip", "replay_buffer.pkl", f"{ENV_ID}/vecnormalize.pkl"),
+    ),
+    SavedCase(
+        "killed run folder: the latest checkpoint",
+        ("rl_model_100_steps.zip", "rl_model_200_steps.zip", "rl_model_replay_buffer_200_steps.pkl"),
+        ".",
+        ("rl_model_200_steps.zip", "rl_model_replay_buffer_200_steps.pkl", None),
+    ),
+    SavedCase(
+        "an older checkpoint: its buffer is gone",
+        ("rl_model_100_steps.zip", "rl_model_vecnormalize_100_steps.pkl", "rl_model_200_steps.zip"),
+        "rl_model_100_steps.zip",
+        ("rl_model_100_steps.zip", None, "rl_model_vecnormalize_100_steps.pkl"),
+    ),
+    SavedCase(
+        "best model: its own statistics",
+        ("best_model.zip", "best_model_vecnormalize.pkl", "replay_buffer.pkl"),
+        "best_model.zip",
+        ("best_model.zip", None, "best_model_vecnormalize.pkl"),
+    ),
+    SavedCase("zip named without its suffix", (f"{ENV_ID}.zip",), ENV_ID, (f"{ENV_ID}.zip", None, None)),
+]
+
+
+@pytest.mark.parametrize("case", SAVED_CASES, ids=lambda case: case.name)
+def test_resolve_saved_agent(case: SavedCase, tmp_path: Path) -> None:
+    layout = make_run(tmp_path)
+    for name in case.files:
+        (layout.run_dir / name).write_text("x")
+    saved = resolve_saved_agent(layout.run_dir / case.target)
+    run_dir = layout.run_dir.resolve()
+
+    def relative(path: Path | None) -> str | None:
+        return None if path is None else str(path.resolve().relative_to(run_dir))
+
+    assert (
+        relative(saved.model),
+        relative(saved.replay_buffer),
+        relative(saved.vecnormalize),
+    ) == case.expected
+
+
+def test_zip_outside_a_run_stands_alone(tmp_path: Path) -> None:
+    (tmp_path / "agent.zip").write_text("x")
+    saved = resolve_saved_agent(tmp_path / "agent.zip")
+    assert (saved.replay_buffer, saved.vecnormalize, saved.run) == (None, None, None)
+
+
+@pytest.mark.parametrize(
+    ("setup", "fragment"),
+    [
+        ("missing", "no saved agent at"),
+        ("empty run", "holds no saved agent yet"),
+        ("plain folder", "is not a run folder"),
+    ],
+)
+def test_resolve_saved_agent_errors(setup: str, fragment: str, tmp_path: Path) -> None:
+    target = tmp_path / "absent.zip"
+    if setup == "empty run":
+        target = make_run(tmp_path).run_dir
+    elif setup == "plain folder":
+        target = tmp_path
+    with pytest.raises(UsageError, match=fragment):
+        resolve_saved_agent(target)
+
+
+# --------------------------------------------------------------------------- run folders
+
+
+def test_run_folders_are_numbered_from_one(tmp_path: Path) -> None:
+    names = [new_run(tmp_path, ENV_ID).run_dir.name for _ in range(3)]
+    assert names == [f"{ENV_ID}_1", f"{ENV_ID}_2", f"{ENV_ID}_3"]
+
+
+def test_find_run_latest_and_by_number(tmp_path: Path) -> None:
+    for _ in range(2):
+        new_run(tmp_path, ENV_ID)
+    assert (find_run(tmp_path, ENV_ID).run_dir.name, find_run(tmp_path, ENV_ID, 1).run_dir.name) == (
+        f"{ENV_ID}_2",
+        f"{ENV_ID}_1",
+    )
+
+
+def test_find_run_missing_lists_the_runs(tmp_path: Path) -> None:
+    new_run(tmp_path, ENV_ID)
+    with pytest.raises(UsageError, match="there are: 1"):
+        find_run(tmp_path, ENV_ID, 5)
+
+
+def test_checkpoint_paths_use_the_zoo_names(tmp_path: Path) -> None:
+    assert [path.name for path in checkpoint_paths(tmp_path, 42)] == [
+        "rl_model_42_steps.zip",
+        "rl_model_replay_buffer_42_steps.pkl",
+        "rl_model_vecnormalize_42_steps.pkl",
+    ]
