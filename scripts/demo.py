@@ -16,8 +16,8 @@ import matplotlib.pyplot as plt
 from stable_baselines3 import DQN
 
 from her_wrap import HER, BitFlippingEnv
-from her_wrap.sb3.presets import BIT_FLIPPING_DQN
 from her_wrap.sb3.evaluation import success_rate
+from her_wrap.sb3.presets import BIT_FLIPPING_DQN
 
 
 def main() -> None:
@@ -31,8 +31,15 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
 
     env = BitFlippingEnv(n_bits=args.n_bits)
-    model = HER("MlpPolicy", env, DQN, n_sampled_goal=4, goal_selection_strategy="future", seed=args.seed,
-                **BIT_FLIPPING_DQN)
+    model = HER(
+        "MlpPolicy",
+        env,
+        DQN,
+        n_sampled_goal=4,
+        goal_selection_strategy="future",
+        seed=args.seed,
+        **BIT_FLIPPING_DQN,
+    )
     eval_env = BitFlippingEnv(n_bits=args.n_bits)
     steps, successes = [0], [success_rate(model, eval_env, 50, seed=args.seed + 1)]
     while model.num_timesteps < args.timesteps:

@@ -37,7 +37,11 @@ def sample_transitions(
     if available <= 0:
         raise ValueError(
             "Cannot sample: no transition is stored yet"
-            + (" in a finished episode (offline relabeling samples only ended episodes)" if finished_only else "")
+            + (
+                " in a finished episode (offline relabeling samples only ended episodes)"
+                if finished_only
+                else ""
+            )
             + "; add transitions first (SB3: set learning_starts >= one episode)."
         )
     filled = storage.filled_rows()

@@ -107,7 +107,11 @@ class HindsightReplay:
         seed: int | np.random.Generator | None = None,
     ) -> None:
         self.strategy = GoalSelectionStrategy.parse(goal_selection_strategy)
-        if isinstance(n_sampled_goal, bool) or not isinstance(n_sampled_goal, (int, np.integer)) or n_sampled_goal < 0:
+        if (
+            isinstance(n_sampled_goal, bool)
+            or not isinstance(n_sampled_goal, (int, np.integer))
+            or n_sampled_goal < 0
+        ):
             raise ValueError(
                 f"n_sampled_goal must be an integer >= 0 (relabeled goals per real one), got {n_sampled_goal!r}."
             )
@@ -146,7 +150,9 @@ class HindsightReplay:
         # Offline relabeling: the absolute goal row (times n_envs, plus column) of each frozen goal.
         self.frozen_goals: np.ndarray | None = None
         if not self.online and self.n_sampled_goal > 0:
-            self.frozen_goals = np.zeros((self.storage.n_rows, self.storage.n_envs, self.n_sampled_goal), np.int64)
+            self.frozen_goals = np.zeros(
+                (self.storage.n_rows, self.storage.n_envs, self.n_sampled_goal), np.int64
+            )
 
     # ------------------------------------------------------------------ adding
     def add(
@@ -219,7 +225,9 @@ class HindsightReplay:
             rings, columns = np.divmod(indexes, self.storage.n_envs)
             weights = self.prioritizer.importance_weights(indexes, beta, len(self))
         else:
-            rings, columns = sample_transitions(self.storage, batch_size, self.rng, finished_only=not self.online)
+            rings, columns = sample_transitions(
+                self.storage, batch_size, self.rng, finished_only=not self.online
+            )
             indexes = rings * self.storage.n_envs + columns
         batch = self.storage.gather(rings, columns)
         relabeled, goal_rings, goal_columns = self._choose_relabels(rings, columns)
@@ -231,7 +239,9 @@ class HindsightReplay:
             batch["weights"] = weights
         return batch
 
-    def _choose_relabels(self, rings: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _choose_relabels(
+        self, rings: np.ndarray, columns: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Which rows of a batch get new goals, and the observation rows those goals come from."""
         size = rings.size
         relabeled = np.zeros(size, dtype=bool)
@@ -272,7 +282,11 @@ class HindsightReplay:
         return relabeled, goal_abs % self.storage.n_rows, goal_columns
 
     def _relabel(
-        self, batch: dict[str, np.ndarray], relabeled: np.ndarray, goal_rings: np.ndarray, goal_columns: np.ndarray
+        self,
+        batch: dict[str, np.ndarray],
+        relabeled: np.ndarray,
+        goal_rings: np.ndarray,
+        goal_columns: np.ndarray,
     ) -> None:
         goals = self._goal_of(self.storage.observations[self.achieved_goal_key][goal_rings, goal_columns])
         key = self.desired_goal_key

@@ -372,8 +372,11 @@ class HindsightReplayBuffer:
         :param batch_size: rows to draw (> 0)
         :param beta: importance-sampling exponent in ``[0, 1]`` (prioritized only; ignored otherwise)
         :return: new arrays ``(batch_size, *shape)``: every ``env_dict`` field, ``rew`` (float32 by default,
-            ``(batch_size, 1)``, from ``reward_func``), ``goal``, and when prioritized ``weights`` (float32,
-            largest 1 in the batch) and ``indexes`` (uint64 as cpprb, for :meth:`update_priorities`)
+            ``(batch_size, 1)``, from ``reward_func``), ``goal``, and when prioritized ``weights`` and
+            ``indexes``. ``weights`` (float32) are importance weights normalized by the largest one *in this
+            batch* (cpprb divides by the weight of the least probable row of the whole buffer; the two differ
+            by one factor per batch). ``indexes`` (uint64, as cpprb) name storage slots, for
+            :meth:`update_priorities`; a slot the ring has overwritten since the sample is skipped there.
         :raises ValueError: for ``batch_size <= 0``, an empty buffer, or a ``reward_func`` that does not
             return one reward per row
         """

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -30,16 +31,16 @@ import numpy as np
 class FieldSpec:
     """Shape (per transition, without batch dimensions) and dtype of a stored field.
 
-    :param shape: shape of one value, ``()`` for scalars
-    :param dtype: numpy dtype to store it as
+    :param shape: shape of one value, ``()`` for scalars (an int is read as a 1-D shape)
+    :param dtype: anything ``np.dtype`` accepts; stored as an ``np.dtype``
     """
 
     shape: tuple[int, ...] = ()
-    dtype: np.dtype = field(default_factory=lambda: np.dtype(np.float32))
+    dtype: Any = np.float32
 
     def __post_init__(self) -> None:
-        shape = (self.shape,) if isinstance(self.shape, (int, np.integer)) else tuple(self.shape)
-        object.__setattr__(self, "shape", tuple(int(size) for size in shape))
+        sizes = (self.shape,) if isinstance(self.shape, (int, np.integer)) else tuple(self.shape)
+        object.__setattr__(self, "shape", tuple(int(size) for size in sizes))
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
 
 
@@ -94,9 +95,12 @@ class EpisodeStorage:
         self.step_specs = dict(step_fields)
         rows = (self.n_rows, self.n_envs)
         self.observations = {
-            name: np.zeros(rows + spec.shape, dtype=spec.dtype) for name, spec in self.observation_specs.items()
+            name: np.zeros(rows + spec.shape, dtype=spec.dtype)
+            for name, spec in self.observation_specs.items()
         }
-        self.steps = {name: np.zeros(rows + spec.shape, dtype=spec.dtype) for name, spec in self.step_specs.items()}
+        self.steps = {
+            name: np.zeros(rows + spec.shape, dtype=spec.dtype) for name, spec in self.step_specs.items()
+        }
         self.infos: np.ndarray | None = np.empty(rows, dtype=object) if store_infos else None
         # Step of the transition stored in a row; -1 when the row holds only an observation.
         self.step_index = np.full(rows, -1, dtype=np.int32)
@@ -136,7 +140,9 @@ class EpisodeStorage:
         last = np.where(in_progress, self.written[columns] - 2, start + length - 1)
         return start, last
 
-    def steps_to_episode_end(self, ring_rows: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def steps_to_episode_end(
+        self, ring_rows: np.ndarray, columns: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Step ``t`` of each given transition in its episode, and ``T_end - t + 1``: how many transitions
         from ``t`` to the episode's last one, inclusive (for an episode in progress, the newest one stored).
 
@@ -151,10 +157,13 @@ class EpisodeStorage:
         if in_progress.any():
             # Open episode: the newest row holds the pending observation, the transition before it is last.
             open_rows, open_columns = ring_rows[in_progress], columns[in_progress]
-            remaining[in_progress] = self.written[open_columns] - 1 - self.absolute_rows(open_rows, open_columns)
+            newest = self.written[open_columns] - 1
+            remaining[in_progress] = newest - self.absolute_rows(open_rows, open_columns)
         return step, remaining
 
-    def is_transition(self, ring_rows: np.ndarray, columns: np.ndarray, *, finished_only: bool = False) -> np.ndarray:
+    def is_transition(
+        self, ring_rows: np.ndarray, columns: np.ndarray, *, finished_only: bool = False
+    ) -> np.ndarray:
         """Whether each slot holds a sampleable transition (complete, episode start not overwritten)."""
         # Reading through flat slots: np.take on a 1-D view is about twice as fast as indexing
         # (ring_rows, columns) on the 2-D array, and these reads sit on every sample's hot path.
@@ -270,7 +279,9 @@ class EpisodeStorage:
         length = lengths.pop()
         for name, values in observations.items():
             if len(values) != length + 1:
-                raise ValueError(f"Observation field {name!r} needs T + 1 = {length + 1} rows, got {len(values)}.")
+                raise ValueError(
+                    f"Observation field {name!r} needs T + 1 = {length + 1} rows, got {len(values)}."
+                )
         if length + 1 > self.n_rows:
             raise ValueError(
                 f"An episode of {length} steps needs {length + 1} rows but one env column holds {self.n_rows}: "

@@ -43,9 +43,7 @@ class GoalSelectionStrategy(str, Enum):
             except ValueError:
                 pass
         valid = ", ".join(repr(member.value) for member in cls)
-        raise ValueError(
-            f"Unknown goal_selection_strategy {value!r}; use one of {valid} (case-insensitive)."
-        )
+        raise ValueError(f"Unknown goal_selection_strategy {value!r}; use one of {valid} (case-insensitive).")
 
 
 # stable-baselines v2 exported this mapping; code ported from it keeps working.

@@ -1,0 +1,19 @@
+"""Zoo-style runs: YAML configs and the ``her-wrap`` command (``train``, ``enjoy``, ``plot``, ``optimize``).
+
+One job per module:
+
+- configs: :mod:`~her_wrap.runs.yaml_io` (YAML with numbers such as ``1e6``), :mod:`~her_wrap.runs.literals`
+  (the zoo's ``"dict(...)"`` strings, never evaluated), :mod:`~her_wrap.runs.learners` (``model_class``
+  names), :mod:`~her_wrap.runs.config` (entries validated into a ``RunConfig``);
+- building a run: :mod:`~her_wrap.runs.env_factory` (env ids, monitors, normalization),
+  :mod:`~her_wrap.runs.model_factory` (a ``HER`` agent from a config);
+- files of a run: :mod:`~her_wrap.runs.run_layout` (``logs/her/ENV_ID_N``), :mod:`~her_wrap.runs.atomic`
+  (files a kill cannot corrupt), :mod:`~her_wrap.runs.checkpoints`;
+- training: :mod:`~her_wrap.runs.evaluation` (greedy success rate), :mod:`~her_wrap.runs.callbacks`;
+- the subcommands: :mod:`~her_wrap.runs.train`, :mod:`~her_wrap.runs.enjoy`, :mod:`~her_wrap.runs.plot`,
+  :mod:`~her_wrap.runs.optimize` (with :mod:`~her_wrap.runs.search_spaces`), and
+  :mod:`~her_wrap.runs.cli`, which dispatches to them and turns :class:`~her_wrap.runs.errors.UsageError`
+  into one line and exit status 2.
+
+Importing this package imports neither torch nor stable-baselines3; the subcommands do, when they run.
+"""

@@ -28,12 +28,16 @@ def resolve_model_class(model_class: type | str) -> type[OffPolicyAlgorithm]:
     if isinstance(model_class, str):
         target = LEARNER_NAMES.get(model_class.strip().lower())
         if target is None:
-            raise ValueError(f"Unknown model_class {model_class!r}; use one of {sorted(LEARNER_NAMES)} or a class.")
+            raise ValueError(
+                f"Unknown model_class {model_class!r}; use one of {sorted(LEARNER_NAMES)} or a class."
+            )
         module, _, name = target.partition(":")
         try:
             model_class = getattr(importlib.import_module(module), name)
         except ImportError as error:
-            raise ValueError(f"model_class {name} needs {module}: pip install {module.replace('_', '-')}.") from error
+            raise ValueError(
+                f"model_class {name} needs {module}: pip install {module.replace('_', '-')}."
+            ) from error
     if not isinstance(model_class, type) or not issubclass(model_class, OffPolicyAlgorithm):
         name = getattr(model_class, "__name__", repr(model_class))
         raise TypeError(
@@ -69,5 +73,7 @@ def weighted_learner_class(model_class: type[OffPolicyAlgorithm]) -> Any:
     """The subclass of ``model_class`` with :class:`WeightedTrainMixin` (one per learner class)."""
     if model_class not in _WEIGHTED_CLASSES:
         name = f"Weighted{model_class.__name__}"
-        _WEIGHTED_CLASSES[model_class] = type(name, (WeightedTrainMixin, model_class), {"__module__": __name__})
+        _WEIGHTED_CLASSES[model_class] = type(
+            name, (WeightedTrainMixin, model_class), {"__module__": __name__}
+        )
     return _WEIGHTED_CLASSES[model_class]

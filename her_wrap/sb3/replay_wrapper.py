@@ -96,11 +96,13 @@ class HindsightExperienceReplayWrapper(BaseBuffer):
         self.layout = layout
         dict_space = self._dict_space()
         observation_fields = {
-            name: FieldSpec(space.shape, _storage_dtype(space)) for name, space in dict_space.spaces.items()
+            name: FieldSpec(space.shape or (), _storage_dtype(space)) for name, space in dict_space.spaces.items()
         }
         action_dtype = self.action_space.dtype if self.action_space.dtype is not None else np.float32
         step_fields = {
-            "action": FieldSpec((self.action_dim,), np.float32 if action_dtype == np.float64 else action_dtype),
+            "action": FieldSpec(
+                (self.action_dim,), np.float32 if action_dtype == np.float64 else action_dtype
+            ),
             "reward": FieldSpec((), np.float32),
             "terminated": FieldSpec((), np.bool_),
             "truncated": FieldSpec((), np.bool_),
@@ -153,7 +155,9 @@ class HindsightExperienceReplayWrapper(BaseBuffer):
         """
         functions = env if isinstance(env, GoalFunctions) else GoalFunctions.from_env(env)
         sample = self._dict_space().sample()
-        functions = functions.vectorized(np.stack([sample["achieved_goal"]] * 2), np.stack([sample["desired_goal"]] * 2))
+        functions = functions.vectorized(
+            np.stack([sample["achieved_goal"]] * 2), np.stack([sample["desired_goal"]] * 2)
+        )
         self.replay.reward_fn = functions.compute_reward
         self.replay.terminated_fn = functions.compute_terminated
 
@@ -211,7 +215,9 @@ class HindsightExperienceReplayWrapper(BaseBuffer):
         """Draw a relabeled batch as SB3 samples (what stock ``train()`` consumes)."""
         return self.sample_batch(batch_size, env).samples
 
-    def sample_batch(self, batch_size: int, env: VecNormalize | None = None, beta: float = 0.4) -> HindsightBatch:
+    def sample_batch(
+        self, batch_size: int, env: VecNormalize | None = None, beta: float = 0.4
+    ) -> HindsightBatch:
         """Draw a relabeled batch with its importance weights (prioritized) and storage slots.
 
         Normalization (``VecNormalize``) is applied after relabeling, to the new goals too.
@@ -259,7 +265,7 @@ class HindsightExperienceReplayWrapper(BaseBuffer):
         """Set priorities of sampled slots (prioritized replay); see :meth:`HindsightReplay.update_priorities`."""
         self.replay.update_priorities(indexes, priorities)
 
-    def _get_samples(self, batch_inds: np.ndarray, env: VecNormalize | None = None) -> Samples:
+    def _get_samples(self, batch_inds: np.ndarray, env: VecNormalize | None = None) -> Samples:  # type: ignore[override]
         raise NotImplementedError("Hindsight relabeling draws its own rows: call sample(batch_size, env).")
 
 

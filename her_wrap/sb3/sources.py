@@ -14,14 +14,20 @@ from her_wrap.sb3.weighted import td_abs
 LABER_VARIANTS: dict[str, type[LaBER]] = {"mean": LaBERmean, "lazy": LaBERlazy, "max": LaBERmax}
 
 
-def validate_sampling_options(laber: str | None, laber_m: int, prioritized: bool, alpha: float, beta: float) -> None:
+def validate_sampling_options(
+    laber: str | None, laber_m: int, prioritized: bool, alpha: float, beta: float
+) -> None:
     """Check HER's LaBER / PER options, naming the problem and the fix."""
     if laber is not None and laber not in LABER_VARIANTS:
         raise ValueError(f"Unknown laber={laber!r}; use one of {sorted(LABER_VARIANTS)} or None.")
     if isinstance(laber_m, bool) or not isinstance(laber_m, (int, np.integer)) or laber_m < 1:
-        raise ValueError(f"laber_m must be an integer >= 1 (the large batch is laber_m * batch_size), got {laber_m!r}.")
+        raise ValueError(
+            f"laber_m must be an integer >= 1 (the large batch is laber_m * batch_size), got {laber_m!r}."
+        )
     if laber is not None and prioritized:
-        raise ValueError("Choose one of laber and prioritized: LaBER already weights samples by their TD error.")
+        raise ValueError(
+            "Choose one of laber and prioritized: LaBER already weights samples by their TD error."
+        )
     if not np.isfinite(alpha) or alpha < 0:
         raise ValueError(f"alpha must be >= 0 (0 is uniform sampling), got {alpha!r}.")
     if not 0.0 <= beta <= 1.0:
@@ -59,7 +65,9 @@ class LaBERSource:
     The ``B`` samples are drawn with probability proportional to |TD| and carry LaBER's weights.
     """
 
-    def __init__(self, buffer: HindsightExperienceReplayWrapper, variant: str, m: int, seed: int | None) -> None:
+    def __init__(
+        self, buffer: HindsightExperienceReplayWrapper, variant: str, m: int, seed: int | None
+    ) -> None:
         self.buffer = buffer
         self.variant = LABER_VARIANTS[variant]
         self.m = int(m)
@@ -83,6 +91,7 @@ class LaBERSource:
 
 def select_samples(samples: Samples, index: th.Tensor) -> Samples:
     """Rows ``index`` of SB3 samples (tensors or dicts of tensors)."""
+
     def pick(value: Any) -> Any:
         if value is None:
             return None
@@ -94,12 +103,22 @@ def select_samples(samples: Samples, index: th.Tensor) -> Samples:
 
 
 def make_batch_source(
-    buffer: HindsightExperienceReplayWrapper, *, laber: str | None, laber_m: int, prioritized: bool, alpha: float,
-    beta: float
+    buffer: HindsightExperienceReplayWrapper,
+    *,
+    laber: str | None,
+    laber_m: int,
+    prioritized: bool,
+    alpha: float,
+    beta: float,
 ) -> PrioritizedSource | LaBERSource | None:
     """The source HER's options ask for; None means the learner's own uniform ``train()``."""
     if laber is not None:
-        return LaBERSource(buffer, laber, laber_m, seed=None if buffer.replay is None else int(buffer.replay.rng.integers(2**31)))
+        return LaBERSource(
+            buffer,
+            laber,
+            laber_m,
+            seed=None if buffer.replay is None else int(buffer.replay.rng.integers(2**31)),
+        )
     if prioritized:
         return PrioritizedSource(buffer, beta)
     return None
