@@ -221,7 +221,9 @@ class HindsightReplay:
         if self.prioritizer is not None:
             if len(self) == 0:
                 raise ValueError("Cannot sample: no transition is stored yet; add transitions first.")
-            indexes = self.prioritizer.sample(batch_size, self.rng)
+            # Stratified draws come sorted by priority segment: shuffle once, so that relabeling a
+            # prefix of the batch relabels a random subset of it.
+            indexes = self.prioritizer.sample(batch_size, self.rng)[self.rng.permutation(batch_size)]
             rings, columns = np.divmod(indexes, self.storage.n_envs)
             weights = self.prioritizer.importance_weights(indexes, beta, len(self))
         else:
@@ -230,9 +232,9 @@ class HindsightReplay:
             )
             indexes = rings * self.storage.n_envs + columns
         batch = self.storage.gather(rings, columns)
-        relabeled, goal_rings, goal_columns = self._choose_relabels(rings, columns)
+        relabeled, rows, goal_rings, goal_columns = self._choose_relabels(rings, columns)
         if goal_rings.size:
-            self._relabel(batch, relabeled, goal_rings, goal_columns)
+            self._relabel(batch, rows, goal_rings, goal_columns)
         batch["indexes"] = indexes
         batch["relabeled"] = relabeled
         if weights is not None:
@@ -241,23 +243,27 @@ class HindsightReplay:
 
     def _choose_relabels(
         self, rings: np.ndarray, columns: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Which rows of a batch get new goals, and the observation rows those goals come from."""
+    ) -> tuple[np.ndarray, slice | np.ndarray, np.ndarray, np.ndarray]:
+        """Which rows of a batch get new goals, and the observation rows those goals come from.
+
+        :return: the relabeled mask, the same rows as a selector (a slice when they are a prefix), and
+            the ring rows and columns of the goals' observation rows
+        """
         size = rings.size
         relabeled = np.zeros(size, dtype=bool)
         k = self.n_sampled_goal
         if k == 0:
             empty = np.empty(0, dtype=np.int64)
-            return relabeled, empty, empty
+            return relabeled, relabeled, empty, empty
         if self.frozen_goals is None:
-            # Rows are drawn independently, but prioritized draws are stratified by priority: pick
-            # the relabeled share at random positions, not the first ones.
-            n_relabeled = size * k // (k + 1)
-            relabeled[self.rng.choice(size, n_relabeled, replace=False)] = True
+            # The rows of a batch are independent draws in random order, so its first k / (k + 1) are a
+            # uniformly chosen share; a slice keeps the relabeling writes cheap.
+            prefix = slice(0, size * k // (k + 1))
+            relabeled[prefix] = True
             goal_rings, goal_columns = select_goal_rows(
-                self.storage, rings[relabeled], columns[relabeled], self.strategy, self.rng
+                self.storage, rings[prefix], columns[prefix], self.strategy, self.rng
             )
-            return relabeled, goal_rings, goal_columns
+            return relabeled, prefix, goal_rings, goal_columns
         version = self.rng.integers(0, k + 1, size=size)  # 0: the original goal, i > 0: frozen goal i - 1
         relabeled = version > 0
         encoded = self.frozen_goals[rings[relabeled], columns[relabeled], version[relabeled] - 1]
@@ -279,16 +285,16 @@ class HindsightReplay:
             )
             goal_abs[stale] = self.storage.absolute_rows(fresh_rings, fresh_columns)
             goal_columns[stale] = fresh_columns
-        return relabeled, goal_abs % self.storage.n_rows, goal_columns
+        return relabeled, relabeled, goal_abs % self.storage.n_rows, goal_columns
 
     def _relabel(
         self,
         batch: dict[str, np.ndarray],
-        relabeled: np.ndarray,
+        relabeled: slice | np.ndarray,
         goal_rings: np.ndarray,
         goal_columns: np.ndarray,
     ) -> None:
-        goals = self._goal_of(self.storage.observations[self.achieved_goal_key][goal_rings, goal_columns])
+        goals = self._goal_of(self.storage.read_observation(self.achieved_goal_key, goal_rings, goal_columns))
         key = self.desired_goal_key
         if goals.shape[1:] != batch[key].shape[1:]:
             raise ValueError(

@@ -94,13 +94,10 @@ class EpisodeStorage:
         self.observation_specs = dict(observation_fields)
         self.step_specs = dict(step_fields)
         rows = (self.n_rows, self.n_envs)
-        self.observations = {
-            name: np.zeros(rows + spec.shape, dtype=spec.dtype)
-            for name, spec in self.observation_specs.items()
-        }
-        self.steps = {
-            name: np.zeros(rows + spec.shape, dtype=spec.dtype) for name, spec in self.step_specs.items()
-        }
+        # Fields of one dtype and at most one dimension share one array, so that reading a batch is one
+        # copy per dtype rather than one per field; `observations` and `steps` hold views into them.
+        self.observation_groups, self.observations = _packed_fields(rows, self.observation_specs)
+        self.step_groups, self.steps = _packed_fields(rows, self.step_specs)
         self.infos: np.ndarray | None = np.empty(rows, dtype=object) if store_infos else None
         # Step of the transition stored in a row; -1 when the row holds only an observation.
         self.step_index = np.full(rows, -1, dtype=np.int32)
@@ -380,15 +377,19 @@ class EpisodeStorage:
         slots = ring_rows * self.n_envs + columns
         next_slots = (ring_rows + 1) % self.n_rows * self.n_envs + columns
         batch: dict[str, np.ndarray] = {}
-        for name, array in self.observations.items():
-            flat = array.reshape(-1, *array.shape[2:])
-            batch[name] = flat.take(slots, axis=0)
-            batch[next_prefix + name] = flat.take(next_slots, axis=0)
-        for name, array in self.steps.items():
-            batch[name] = array.reshape(-1, *array.shape[2:]).take(slots, axis=0)
+        for group in self.observation_groups:
+            batch.update(group.take(slots))
+            batch.update(group.take(next_slots, prefix=next_prefix))
+        for group in self.step_groups:
+            batch.update(group.take(slots))
         if self.infos is not None:
             batch["infos"] = self.infos.reshape(-1).take(slots)
         return batch
+
+    def read_observation(self, name: str, ring_rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """Copy one observation field at the given slots."""
+        group = next(group for group in self.observation_groups if name in group.members)
+        return group.take(ring_rows * self.n_envs + columns, names=(name,))[name]
 
     def clear(self) -> None:
         """Forget every stored row (the arrays keep their memory)."""
@@ -404,7 +405,62 @@ class EpisodeStorage:
     @property
     def nbytes(self) -> int:
         """Bytes held by the storage arrays (info dicts themselves not counted)."""
-        arrays = [*self.observations.values(), *self.steps.values(), self.step_index, self.episode_length]
+        arrays = [group.array for group in (*self.observation_groups, *self.step_groups)]
+        arrays += [self.step_index, self.episode_length]
         if self.infos is not None:
             arrays.append(self.infos)
         return int(sum(array.nbytes for array in arrays))
+
+
+@dataclass
+class FieldGroup:
+    """Fields stored side by side in the last axis of one array of shape ``(n_rows, n_envs, width)``.
+
+    :param array: the packed array, or the one field's own array when ``packed`` is False (fields of
+        two or more dimensions are stored unpacked, in a group of their own)
+    :param members: field name -> (index or slice in the last axis, the field's shape)
+    :param packed: whether ``array`` packs its members along its last axis
+    """
+
+    array: np.ndarray
+    members: dict[str, tuple[int | slice, tuple[int, ...]]]
+    packed: bool = True
+
+    def take(
+        self, slots: np.ndarray, *, prefix: str = "", names: tuple[str, ...] | None = None
+    ) -> dict[str, np.ndarray]:
+        """Copy the rows at flat ``slots`` (``ring_row * n_envs + column``) and split them into fields."""
+        rows = self.array.reshape(-1, *self.array.shape[2:]).take(slots, axis=0)
+        wanted = self.members if names is None else {name: self.members[name] for name in names}
+        if not self.packed:
+            return {prefix + name: rows for name in wanted}
+        return {prefix + name: rows[:, index] for name, (index, _) in wanted.items()}
+
+
+def _packed_fields(
+    rows: tuple[int, int], specs: Mapping[str, FieldSpec]
+) -> tuple[list[FieldGroup], dict[str, np.ndarray]]:
+    """Allocate the groups of fields and the per-field views into them."""
+    groups: list[FieldGroup] = []
+    views: dict[str, np.ndarray] = {}
+    by_dtype: dict[np.dtype, list[str]] = {}
+    for name, spec in specs.items():
+        if len(spec.shape) <= 1:
+            by_dtype.setdefault(spec.dtype, []).append(name)
+        else:
+            array = np.zeros(rows + spec.shape, dtype=spec.dtype)
+            groups.append(FieldGroup(array, {name: (slice(None), spec.shape)}, packed=False))
+            views[name] = array
+    for dtype, names in by_dtype.items():
+        widths = [int(np.prod(specs[name].shape, dtype=np.int64)) for name in names]
+        array = np.zeros((*rows, sum(widths)), dtype=dtype)
+        members: dict[str, tuple[int | slice, tuple[int, ...]]] = {}
+        start = 0
+        for name, width in zip(names, widths, strict=True):
+            shape = specs[name].shape
+            index: int | slice = start if shape == () else slice(start, start + width)
+            members[name] = (index, shape)
+            views[name] = array[:, :, index]
+            start += width
+        groups.append(FieldGroup(array, members))
+    return groups, views
