@@ -17,6 +17,7 @@ from her_wrap.runs.checkpoints import (
     checkpoint_timesteps,
     resolve_saved_agent,
     save_checkpoint,
+    save_normalizer,
 )
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.run_layout import RunLayout, find_run, new_run
@@ -37,7 +38,7 @@ class FakeAgent:
         Path(path).write_text(f"buffer {self.label}")
 
 
-class FakeVecNormalize:
+class FakeNormalizer:
     def save(self, path: str) -> None:
         Path(path).write_text("statistics")
 
@@ -117,17 +118,20 @@ def test_stale_temporaries_are_removed(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- checkpoints
 
 
-def test_checkpoint_writes_agent_buffer_and_statistics(tmp_path: Path) -> None:
-    saved = save_checkpoint(FakeAgent("a"), tmp_path, 500, FakeVecNormalize())
-    assert (
-        saved.model.read_text(),
-        saved.replay_buffer and saved.replay_buffer.read_text(),
-        saved.vecnormalize is not None,
-    ) == (
+def test_checkpoint_writes_agent_and_buffer(tmp_path: Path) -> None:
+    saved = save_checkpoint(FakeAgent("a"), tmp_path, 500)
+    assert (saved.model.read_text(), saved.replay_buffer and saved.replay_buffer.read_text()) == (
         "model a",
         "buffer a",
-        True,
     )
+
+
+@pytest.mark.parametrize("normalizes", [True, False])
+def test_normalizer_copy_only_for_a_normalizing_agent(normalizes: bool, tmp_path: Path) -> None:
+    agent = FakeAgent("a")
+    agent.normalizer = FakeNormalizer() if normalizes else None  # type: ignore[attr-defined]
+    written = save_normalizer(agent, tmp_path / "vecnormalize.pkl")
+    assert (written, (tmp_path / "vecnormalize.pkl").exists()) == (normalizes, normalizes)
 
 
 def test_only_the_latest_checkpoint_keeps_its_replay_buffer(tmp_path: Path) -> None:
@@ -158,35 +162,40 @@ class SavedCase(NamedTuple):
     name: str
     files: tuple[str, ...]
     target: str
-    expected: tuple[str, str | None, str | None]  # model, replay buffer, statistics (relative to the run)
+    expected: tuple[str, str | None]  # model and replay buffer, relative to the run
 
 
 SAVED_CASES = [
     SavedCase(
-        "finished run folder: the final agent with its buffer and statistics",
-        (f"{ENV_ID}.zip", "replay_buffer.pkl", f"{ENV_ID}/vecnormalize.pkl", "rl_model_100_steps.zip"),
+        "finished run folder: the final agent with its buffer",
+        (
+            f"{ENV_ID}.zip",
+            "replay_buffer.pkl",
+            "rl_model_100_steps.zip",
+            "rl_model_replay_buffer_100_steps.pkl",
+        ),
         ".",
-        (f"{ENV_ID}.zip", "replay_buffer.pkl", f"{ENV_ID}/vecnormalize.pkl"),
+        (f"{ENV_ID}.zip", "replay_buffer.pkl"),
     ),
     SavedCase(
         "killed run folder: the latest checkpoint",
         ("rl_model_100_steps.zip", "rl_model_200_steps.zip", "rl_model_replay_buffer_200_steps.pkl"),
         ".",
-        ("rl_model_200_steps.zip", "rl_model_replay_buffer_200_steps.pkl", None),
+        ("rl_model_200_steps.zip", "rl_model_replay_buffer_200_steps.pkl"),
     ),
     SavedCase(
         "an older checkpoint: its buffer is gone",
-        ("rl_model_100_steps.zip", "rl_model_vecnormalize_100_steps.pkl", "rl_model_200_steps.zip"),
+        ("rl_model_100_steps.zip", "rl_model_200_steps.zip", "rl_model_replay_buffer_200_steps.pkl"),
         "rl_model_100_steps.zip",
-        ("rl_model_100_steps.zip", None, "rl_model_vecnormalize_100_steps.pkl"),
+        ("rl_model_100_steps.zip", None),
     ),
     SavedCase(
-        "best model: its own statistics",
-        ("best_model.zip", "best_model_vecnormalize.pkl", "replay_buffer.pkl"),
+        "best model: no buffer",
+        ("best_model.zip", "replay_buffer.pkl"),
         "best_model.zip",
-        ("best_model.zip", None, "best_model_vecnormalize.pkl"),
+        ("best_model.zip", None),
     ),
-    SavedCase("zip named without its suffix", (f"{ENV_ID}.zip",), ENV_ID, (f"{ENV_ID}.zip", None, None)),
+    SavedCase("zip named without its suffix", (f"{ENV_ID}.zip",), ENV_ID, (f"{ENV_ID}.zip", None)),
 ]
 
 
@@ -201,17 +210,13 @@ def test_resolve_saved_agent(case: SavedCase, tmp_path: Path) -> None:
     def relative(path: Path | None) -> str | None:
         return None if path is None else str(path.resolve().relative_to(run_dir))
 
-    assert (
-        relative(saved.model),
-        relative(saved.replay_buffer),
-        relative(saved.vecnormalize),
-    ) == case.expected
+    assert (relative(saved.model), relative(saved.replay_buffer)) == case.expected
 
 
 def test_zip_outside_a_run_stands_alone(tmp_path: Path) -> None:
     (tmp_path / "agent.zip").write_text("x")
     saved = resolve_saved_agent(tmp_path / "agent.zip")
-    assert (saved.replay_buffer, saved.vecnormalize, saved.run) == (None, None, None)
+    assert (saved.replay_buffer, saved.run) == (None, None)
 
 
 @pytest.mark.parametrize(
@@ -259,5 +264,4 @@ def test_checkpoint_paths_use_the_zoo_names(tmp_path: Path) -> None:
     assert [path.name for path in checkpoint_paths(tmp_path, 42)] == [
         "rl_model_42_steps.zip",
         "rl_model_replay_buffer_42_steps.pkl",
-        "rl_model_vecnormalize_42_steps.pkl",
     ]

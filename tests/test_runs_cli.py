@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -14,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
+from test_runs_optimize import POSTGRES_URL, needs_postgres
 
 from her_wrap.runs.arguments import progress_bar_enabled
 from her_wrap.runs.checkpoints import checkpoint_timesteps
@@ -22,7 +22,6 @@ from her_wrap.runs.yaml_io import load_yaml_file
 REPO = Path(__file__).resolve().parent.parent
 ZOO_FILE = Path(__file__).resolve().parent / "data" / "tqc.yml"
 ENV_ID = "BitFlipping-v0"
-POSTGRES_URL = os.environ.get("HER_WRAP_TEST_POSTGRES_URL")
 
 # A network of 16 units on 4 bits: every run learns something within a few hundred steps.
 TINY = [
@@ -130,8 +129,10 @@ def test_train_with_a_zoo_file_normalization_and_subprocess_envs(tmp_path: Path)
     )  # fmt: skip
     assert completed.returncode == 0, report(completed)
     run_dir = tmp_path / "logs" / "her" / "BitFlippingContinuous-v0_1"
-    files = sorted(path.name for path in run_dir.rglob("*") if path.suffix in (".csv", ".pkl"))
-    assert files == ["0.monitor.csv", "1.monitor.csv", "best_model_vecnormalize.pkl", "vecnormalize.pkl"]
+    files = sorted(
+        str(path.relative_to(run_dir)) for path in run_dir.rglob("*") if path.suffix in (".csv", ".pkl")
+    )
+    assert files == ["0.monitor.csv", "1.monitor.csv", "BitFlippingContinuous-v0/vecnormalize.pkl"]
 
 
 def test_progress_bar_defaults_to_terminals_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -227,10 +228,7 @@ def test_optimize_with_the_default_sqlite_storage(tmp_path: Path) -> None:
 
 
 @pytest.mark.postgres
-@pytest.mark.skipif(
-    not POSTGRES_URL,
-    reason="HER_WRAP_TEST_POSTGRES_URL is unset: start a server with `.ci/postgres.sh` and export the URL it prints",
-)
+@needs_postgres
 def test_two_optimize_workers_share_one_postgresql_study(tmp_path: Path) -> None:
     import optuna
 
@@ -344,6 +342,13 @@ def test_resuming_a_finished_agent_asks_for_a_larger_budget(
     completed = her_wrap("train", "--env", ENV_ID, "-i", str(run_dir_of(trained[0])), cwd=trained[0])
     assert (completed.returncode, "pass a larger -n" in completed.stderr) == (2, True), report(completed)
     assert not run_dir_of(trained[0], 2).exists()
+
+
+def test_the_command_starts_without_torch() -> None:
+    """Bad input is reported before torch, stable-baselines3, Optuna or matplotlib are imported."""
+    probe = "import sys, her_wrap.runs.cli; print(sorted(m for m in ('torch', 'stable_baselines3', 'optuna', 'matplotlib') if m in sys.modules))"
+    completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert completed.stdout.strip() == "[]", report(completed)
 
 
 def test_console_script_is_installed() -> None:

@@ -146,15 +146,14 @@ LOADER_CASES = [
         {"learner_kwargs": {"policy_kwargs": {"net_arch": [64, 64], "activation_fn": "nn.Tanh"}}},
     ),
     LoaderCase(
-        "normalize: true means observations only",
-        BASE + "  normalize: true\n",
-        {"normalize": {"norm_obs": True, "norm_reward": False}},
+        "normalize: true is HER's default normalization", BASE + "  normalize: true\n", {"normalize": True}
     ),
     LoaderCase(
         "normalize mapping keeps its settings",
-        BASE + "  normalize: {norm_reward: true, clip_obs: 5.0}\n",
-        {"normalize": {"norm_obs": True, "norm_reward": True, "clip_obs": 5.0}},
+        BASE + "  normalize: {norm_reward: true, clip_obs: 10.0}\n",
+        {"normalize": {"norm_reward": True, "clip_obs": 10.0}},
     ),
+    LoaderCase("no normalize key means no normalization", BASE, {"normalize": False}),
     LoaderCase(
         "dotted override into her",
         BASE,
@@ -402,7 +401,7 @@ def test_config_yml_round_trip(tmp_path: Path) -> None:
     assert load_run_config(tmp_path / "config.yml", original.env_id) == original
 
 
-def test_her_settings_are_the_her_constructor_keywords() -> None:
+def test_her_settings_and_normalize_are_the_her_constructor_keywords() -> None:
     from her_wrap import HER
 
     parameters = inspect.signature(HER.__init__).parameters
@@ -411,7 +410,7 @@ def test_her_settings_are_the_her_constructor_keywords() -> None:
         for name, parameter in parameters.items()
         if parameter.kind is not inspect.Parameter.VAR_KEYWORD and not name.startswith("_")
     } - {"self", "policy", "env", "model_class"}
-    assert set(HER_SETTINGS) == keywords
+    assert {*HER_SETTINGS, "normalize"} == keywords  # normalize is a top-level key, as in the zoo
 
 
 # --------------------------------------------------------------------------- literals and objects

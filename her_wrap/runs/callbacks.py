@@ -8,7 +8,6 @@ frequencies mean the same with any ``n_envs`` and continue correctly in a resume
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,18 +30,15 @@ class SuccessEvalCallback(BaseCallback):
     Writes ``evaluations.npz`` with the arrays of stable-baselines3's ``EvalCallback`` (``timesteps``,
     ``results``, ``ep_lengths``, ``successes``: one row per evaluation, one column per episode) and saves
     the agent as ``best_model.zip`` whenever an evaluation beats every earlier one (higher success rate,
-    then higher mean return). Training and evaluation envs share normalization statistics: the eval env's
-    are copied from the training env's before every evaluation.
+    then higher mean return). The evaluation env returns raw observations; a normalizing agent normalizes
+    them in ``predict`` with its current statistics.
 
     :param agent: the :class:`her_wrap.HER` being trained
-    :param eval_env: a ``VecEnv`` of monitored goal envs (maybe a non-training ``VecNormalize``)
+    :param eval_env: a ``VecEnv`` of monitored goal envs
     :param eval_freq: env steps between evaluations; ``<= 0`` disables evaluation
     :param n_eval_episodes: episodes per evaluation
     :param evaluations_path: where to write ``evaluations.npz``, or ``None``
     :param best_model_path: where to save the best agent, or ``None``
-    :param best_vecnormalize_path: where to save the statistics that go with the best agent, or ``None``
-    :param train_normalize: the training ``VecNormalize``, or ``None``
-    :param eval_normalize: the evaluation ``VecNormalize``, or ``None``
     :param after_evaluation: called with each result; returning ``False`` stops training (Optuna pruning)
     :param verbose: 1 prints each evaluation
     """
@@ -56,9 +52,6 @@ class SuccessEvalCallback(BaseCallback):
         n_eval_episodes: int,
         evaluations_path: Path | None = None,
         best_model_path: Path | None = None,
-        best_vecnormalize_path: Path | None = None,
-        train_normalize: Any = None,
-        eval_normalize: Any = None,
         after_evaluation: Callable[[EvaluationResult], bool] | None = None,
         verbose: int = 1,
     ) -> None:
@@ -69,9 +62,6 @@ class SuccessEvalCallback(BaseCallback):
         self.n_eval_episodes = n_eval_episodes
         self.evaluations_path = evaluations_path
         self.best_model_path = best_model_path
-        self.best_vecnormalize_path = best_vecnormalize_path
-        self.train_normalize = train_normalize
-        self.eval_normalize = eval_normalize
         self.after_evaluation = after_evaluation
         self.results: list[tuple[int, EvaluationResult]] = []
         self.best: EvaluationResult | None = None
@@ -95,8 +85,6 @@ class SuccessEvalCallback(BaseCallback):
 
     def evaluate(self) -> bool:
         """Run one evaluation now; return whether training should go on."""
-        if self.train_normalize is not None and self.eval_normalize is not None:
-            self.eval_normalize.obs_rms = copy.deepcopy(self.train_normalize.obs_rms)
         result = evaluate_agent(self.agent, self.eval_env, self.n_eval_episodes)
         self.results.append((self.num_timesteps, result))
         if self.verbose >= 1:
@@ -110,12 +98,7 @@ class SuccessEvalCallback(BaseCallback):
         if self.best is None or result.ranking_key() > self.best.ranking_key():
             self.best = result
             if self.best_model_path is not None:
-                save_agent(
-                    self.agent,
-                    self.best_model_path,
-                    vec_normalize=self.train_normalize,
-                    vecnormalize_path=self.best_vecnormalize_path,
-                )
+                save_agent(self.agent, self.best_model_path)
         if self.after_evaluation is not None and not self.after_evaluation(result):
             self.stopped_early = True
             return False
@@ -133,25 +116,21 @@ class SuccessEvalCallback(BaseCallback):
 
 
 class CheckpointCallback(BaseCallback):
-    """Save an atomic checkpoint (agent, replay buffer, statistics) every ``save_freq`` env steps.
+    """Save an atomic checkpoint (agent and replay buffer) every ``save_freq`` env steps.
 
     See :mod:`her_wrap.runs.checkpoints` for the files and why a kill during a save is harmless.
 
     :param agent: the :class:`her_wrap.HER` being trained
     :param run_dir: the run folder
     :param save_freq: env steps between checkpoints; ``<= 0`` disables them
-    :param vec_normalize: the training ``VecNormalize``, or ``None``
     :param verbose: 1 prints each checkpoint
     """
 
-    def __init__(
-        self, agent: Any, run_dir: Path, save_freq: int, vec_normalize: Any = None, verbose: int = 1
-    ):
+    def __init__(self, agent: Any, run_dir: Path, save_freq: int, verbose: int = 1):
         super().__init__(verbose=verbose)
         self.agent = agent
         self.run_dir = run_dir
         self.save_freq = save_freq
-        self.vec_normalize = vec_normalize
         self._next_save = 0
 
     def _on_training_start(self) -> None:
@@ -162,7 +141,7 @@ class CheckpointCallback(BaseCallback):
         if self.save_freq <= 0 or self.num_timesteps < self._next_save:
             return True
         self._next_save = _next_multiple(self.num_timesteps, self.save_freq)
-        saved = save_checkpoint(self.agent, self.run_dir, self.num_timesteps, self.vec_normalize)
+        saved = save_checkpoint(self.agent, self.run_dir, self.num_timesteps)
         if self.verbose >= 1:
             print(f"Saved checkpoint {saved.model}", flush=True)
         return True

@@ -22,8 +22,10 @@ Keys of an entry:
 - ``n_timesteps``: env steps to train for;
 - ``her``: settings of the :class:`her_wrap.HER` constructor (see :data:`HER_SETTINGS`);
 - ``env_kwargs``: keyword arguments of ``gymnasium.make``;
-- ``normalize``: ``false``, ``true`` (observations and goals, not rewards) or a mapping of
-  ``VecNormalize`` arguments (``{norm_obs: true, norm_reward: true, clip_obs: 5.0}``);
+- ``normalize``: HER's running mean/std normalization of observations and goals: ``false``, ``true``
+  (HER's defaults: observations and goals, not rewards, clipped at 5) or a mapping of ``VecNormalize``
+  arguments over those defaults (``{norm_reward: true, clip_obs: 10.0}``). The statistics are saved in
+  the agent's zip;
 - ``n_envs``: envs stepped in parallel (default 1);
 - ``noise_type`` (``normal`` or ``ornstein-uhlenbeck``) and ``noise_std``: exploration noise of the
   continuous-action learners;
@@ -125,8 +127,8 @@ class RunConfig:
     her: dict[str, Any] = field(default_factory=dict)
     learner_kwargs: dict[str, Any] = field(default_factory=dict)
     env_kwargs: dict[str, Any] = field(default_factory=dict)
-    #: ``VecNormalize`` arguments, or ``None`` for no normalization
-    normalize: dict[str, Any] | None = None
+    #: HER's ``normalize``: ``False``, ``True`` (HER's defaults) or ``VecNormalize`` arguments over them
+    normalize: bool | dict[str, Any] = False
     noise_type: str | None = None
     noise_std: float | None = None
 
@@ -140,7 +142,7 @@ class RunConfig:
             "her": copy.deepcopy(self.her),
             **copy.deepcopy(self.learner_kwargs),
             "env_kwargs": copy.deepcopy(self.env_kwargs),
-            "normalize": copy.deepcopy(self.normalize) if self.normalize is not None else False,
+            "normalize": copy.deepcopy(self.normalize),
         }
         if self.noise_type is not None:
             entry["noise_type"] = self.noise_type
@@ -334,18 +336,16 @@ def _validate_her(her: Mapping[str, Any], where: str) -> dict[str, Any]:
     return result
 
 
-def _validate_normalize(value: Any, where: str) -> dict[str, Any] | None:
-    if value is None or value is False:
-        return None
-    if value is True:
-        return {"norm_obs": True, "norm_reward": False}
+def _validate_normalize(value: Any, where: str) -> bool | dict[str, Any]:
+    if value is None or isinstance(value, bool):
+        return bool(value)
     if isinstance(value, dict):
         unknown = [key for key in value if key not in VEC_NORMALIZE_KEYS]
         if unknown:
             raise UsageError(
                 f"{where}: unknown normalize setting {unknown[0]!r}; valid: {_one_line(VEC_NORMALIZE_KEYS)}"
             )
-        return {"norm_obs": True, "norm_reward": False, **value}
+        return dict(value)
     raise UsageError(f"{where}: normalize must be true, false or a mapping of VecNormalize arguments")
 
 

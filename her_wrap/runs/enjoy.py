@@ -2,14 +2,14 @@
 
 The agent is a run's final model by default (its latest checkpoint when training did not finish),
 ``--load-best`` its best evaluation, ``--load-checkpoint N`` / ``--load-last-checkpoint`` a checkpoint, or
-``-i PATH`` any saved agent. The run's ``config.yml`` gives the env's kwargs and normalization.
+``-i PATH`` any saved agent. The run's ``config.yml`` gives the env's kwargs; the agent's zip holds its
+normalization statistics.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from her_wrap.runs import arguments
 from her_wrap.runs.checkpoints import (
@@ -20,7 +20,7 @@ from her_wrap.runs.checkpoints import (
     resolve_saved_agent,
 )
 from her_wrap.runs.config import RunConfig, load_run_config
-from her_wrap.runs.env_factory import check_env_id, ensure_registered, make_vec_goal_env, normalize_vec_env
+from her_wrap.runs.env_factory import check_env_id, ensure_registered, make_vec_goal_env
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.evaluation import EvaluationResult, evaluate_agent
 from her_wrap.runs.run_layout import RunLayout, find_run
@@ -105,15 +105,7 @@ def enjoy(args: argparse.Namespace) -> EvaluationResult:
     config = _run_config(args, saved.run)
     env_kwargs = {**config.env_kwargs, **({"render_mode": "human"} if args.render else {})}
     check_env_id(config.env_id, env_kwargs)
-    env: Any = make_vec_goal_env(config.env_id, env_kwargs, 1, args.seed)
-    if config.normalize is not None:
-        if saved.vecnormalize is None:
-            print(
-                f"Note: {saved.model.name} was trained with normalization but no statistics were saved with it"
-            )
-        env = normalize_vec_env(
-            env, config.normalize, gamma=None, training=False, stats_path=saved.vecnormalize
-        )
+    env = make_vec_goal_env(config.env_id, env_kwargs, 1, args.seed)
     print(f"Loading {saved.model}", flush=True)
     agent = HER.load(str(saved.model), env=env, device=args.device)
     result = evaluate_agent(agent, env, args.n_episodes, deterministic=not args.stochastic)

@@ -1,4 +1,4 @@
-"""Env ids to vectorized goal envs: registration of the optional env packages, checks, monitors, normalization.
+"""Env ids to vectorized goal envs: registration of the optional env packages, checks, monitors.
 
 ``BitFlipping-v0`` and ``BitFlippingContinuous-v0`` come from :mod:`her_wrap.envs`; the Fetch (and other
 gymnasium-robotics) ids and the Panda ids need the ``robotics`` extra, imported only when an id needs it.
@@ -152,38 +152,6 @@ def make_vec_goal_env(
     )
 
 
-def normalize_vec_env(
-    venv: Any,
-    normalize: dict[str, Any],
-    *,
-    gamma: float | None,
-    training: bool,
-    stats_path: Path | None = None,
-) -> Any:
-    """Wrap a ``VecEnv`` in ``VecNormalize``, fresh or with statistics loaded from ``stats_path``.
-
-    :param venv: the env to wrap
-    :param normalize: ``VecNormalize`` arguments from the config
-    :param gamma: the learner's discount, used for reward normalization unless ``normalize`` sets one
-    :param training: ``True`` to update the statistics while stepping (training env); ``False`` for an
-        evaluation env (and its rewards are left unnormalized)
-    :param stats_path: a ``vecnormalize.pkl`` to start from
-    """
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    kwargs = dict(normalize)
-    if gamma is not None:
-        kwargs.setdefault("gamma", gamma)
-    if stats_path is not None:
-        wrapped = VecNormalize.load(str(stats_path), venv)
-    else:
-        wrapped = VecNormalize(venv, **kwargs)
-    wrapped.training = training
-    if not training:
-        wrapped.norm_reward = False
-    return wrapped
-
-
 #: Seed offset of the evaluation env, so its episodes differ from the training envs'.
 EVAL_SEED_OFFSET = 10_000
 
@@ -192,15 +160,12 @@ EVAL_SEED_OFFSET = 10_000
 class TrainingEnvs:
     """The envs of a training run: ``train`` for the learner, ``evaluate`` for greedy evaluations.
 
-    With normalization, ``train_normalize``/``eval_normalize`` are the ``VecNormalize`` layers (the same
-    objects as ``train``/``evaluate``); the evaluation one does not update its statistics and leaves
-    rewards alone.
+    Both return the goal env's raw dict observations; a normalizing agent normalizes inside (HER's
+    ``normalize``), for its learner and in ``predict``.
     """
 
     train: Any
     evaluate: Any
-    train_normalize: Any = None
-    eval_normalize: Any = None
 
     def close(self) -> None:
         self.train.close()
@@ -208,32 +173,18 @@ class TrainingEnvs:
 
 
 def make_training_envs(
-    config: RunConfig,
-    seed: int,
-    *,
-    vec_env: str = "dummy",
-    monitor_dir: Path | None = None,
-    stats_path: Path | None = None,
+    config: RunConfig, seed: int, *, vec_env: str = "dummy", monitor_dir: Path | None = None
 ) -> TrainingEnvs:
-    """Training envs (``config.n_envs`` copies) and a one-env evaluation env, normalized as configured.
+    """Training envs (``config.n_envs`` copies) and a one-env evaluation env.
 
-    :param config: the run's config (env id, env kwargs, n_envs, normalize, the learner's gamma)
+    :param config: the run's config (env id, env kwargs, n_envs)
     :param seed: training env ``i`` is seeded ``seed + i``, the evaluation env ``seed + EVAL_SEED_OFFSET``
     :param vec_env: ``dummy`` or ``subproc``
     :param monitor_dir: where the training monitors write their CSVs, or ``None``
-    :param stats_path: normalization statistics to start from (a resumed run), or ``None``
     """
     train_env = make_vec_goal_env(
         config.env_id, config.env_kwargs, config.n_envs, seed, vec_env=vec_env, monitor_dir=monitor_dir
     )
-    eval_env = make_vec_goal_env(config.env_id, config.env_kwargs, 1, seed + EVAL_SEED_OFFSET)
-    if config.normalize is None:
-        return TrainingEnvs(train_env, eval_env)
-    gamma = config.learner_kwargs.get("gamma")
-    train_normalize = normalize_vec_env(
-        train_env, config.normalize, gamma=gamma, training=True, stats_path=stats_path
+    return TrainingEnvs(
+        train_env, make_vec_goal_env(config.env_id, config.env_kwargs, 1, seed + EVAL_SEED_OFFSET)
     )
-    eval_normalize = normalize_vec_env(
-        eval_env, config.normalize, gamma=gamma, training=False, stats_path=stats_path
-    )
-    return TrainingEnvs(train_normalize, eval_normalize, train_normalize, eval_normalize)

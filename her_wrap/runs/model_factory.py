@@ -120,7 +120,7 @@ def build_agent(
     """Create a fresh HER agent for a config.
 
     :param config: the validated config entry
-    :param env: the (vectorized, maybe normalized) goal env to learn on
+    :param env: the vectorized goal env to learn on (raw observations: HER normalizes when configured)
     :param seed: seed of the learner (and of HER's sampler)
     :param verbose: learner verbosity (0 quiet, 1 training logs)
     :param device: torch device (``auto``, ``cpu``, ``cuda``)
@@ -137,6 +137,7 @@ def build_agent(
             env,
             config.model_class,
             **config.her,
+            normalize=config.normalize,
             seed=seed,
             verbose=verbose,
             device=device,

@@ -20,6 +20,7 @@ Each worker writes ``best_hyperparams.yml`` (the entry with the best trial's set
 from __future__ import annotations
 
 import argparse
+import copy
 import gc
 import importlib.util
 import os
@@ -236,8 +237,6 @@ def train_trial(
             envs.evaluate,
             eval_freq=max(n_timesteps // n_evaluations, 1),
             n_eval_episodes=eval_episodes,
-            train_normalize=envs.train_normalize,
-            eval_normalize=envs.eval_normalize,
             after_evaluation=lambda result: report(len(evaluation.results) - 1, result),
             verbose=verbose,
         )
@@ -287,8 +286,6 @@ def trial_entry(
     base: ConfigEntry, trial: Any, fixed: Collection[KeyPath], model_class: str
 ) -> dict[str, Any]:
     """The base entry with a trial's sampled settings set in it (a new dict)."""
-    import copy
-
     entry = copy.deepcopy(base.entry)
     for path, value in sample_settings(trial, model_class, fixed, current=entry).items():
         set_in(entry, path, value)

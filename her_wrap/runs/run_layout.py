@@ -6,16 +6,17 @@
         0.monitor.csv                   one row per training episode: r, l, t, is_success (one file per env)
         evaluations.npz                 timesteps, results, ep_lengths, successes (as SB3's EvalCallback)
         best_model.zip                  the agent of the best evaluation (success rate, then return)
-        best_model_vecnormalize.pkl     normalization statistics saved with it (when normalizing)
         BitFlipping-v0.zip              the agent at the end of training
         replay_buffer.pkl               its replay buffer (--save-replay-buffer)
         rl_model_5000_steps.zip         checkpoints (--save-freq), each with
-        rl_model_replay_buffer_5000_steps.pkl   its replay buffer (the latest checkpoint's only) and
-        rl_model_vecnormalize_5000_steps.pkl    its normalization statistics (when normalizing)
+        rl_model_replay_buffer_5000_steps.pkl   its replay buffer (the latest checkpoint's only)
         BitFlipping-v0/
             config.yml                  the resolved config entry: `-c` this file to repeat the run
             args.yml                    the command-line arguments, with the seed actually used
             vecnormalize.pkl            normalization statistics of the final agent (when normalizing)
+
+Every agent zip holds its own normalization statistics (HER's ``normalize``); ``vecnormalize.pkl`` is a
+copy of the final agent's, as a ``VecNormalize`` pickle, for tools that expect the zoo's layout.
 
 ``N`` counts runs of the same env id in the same log folder, from 1.
 """
@@ -70,10 +71,6 @@ class RunLayout:
     @property
     def best_model_path(self) -> Path:
         return self.run_dir / "best_model.zip"
-
-    @property
-    def best_vecnormalize_path(self) -> Path:
-        return self.run_dir / "best_model_vecnormalize.pkl"
 
     @property
     def evaluations_path(self) -> Path:

@@ -1,12 +1,13 @@
 """``her-wrap train``: train a HER agent from a config entry into a new ``logs/her/ENV_ID_N`` folder.
 
-Reads the entry (``-c``, default ``configs/her.yml``), makes ``n_envs`` monitored envs (normalized when the
-entry says so), trains with periodic greedy evaluation and optional atomic checkpoints, and saves the final
-agent. See :mod:`her_wrap.runs.run_layout` for the files.
+Reads the entry (``-c``, default ``configs/her.yml``), makes ``n_envs`` monitored envs, builds the HER
+agent (which normalizes observations itself when the entry says so), trains with periodic greedy
+evaluation and optional atomic checkpoints, and saves the final agent. See
+:mod:`her_wrap.runs.run_layout` for the files.
 
 ``-i PATH`` continues a saved agent (a run folder, a checkpoint or a model zip; see
-:func:`her_wrap.runs.checkpoints.resolve_saved_agent`) with its replay buffer and normalization statistics,
-into a new run folder. Its timestep count carries on, and training stops when it reaches ``n_timesteps``:
+:func:`her_wrap.runs.checkpoints.resolve_saved_agent`) with its replay buffer and normalization statistics
+(their updates go on), into a new run folder. Its timestep count carries on, and training stops when it reaches ``n_timesteps``:
 a run killed at step 6,000 of 10,000 and resumed from its 5,000-step checkpoint trains 5,000 more steps.
 To train a finished agent further, raise ``-n``.
 """
@@ -19,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from her_wrap.runs import arguments
-from her_wrap.runs.checkpoints import SavedAgent, resolve_saved_agent, save_agent
-from her_wrap.runs.config import RunConfig, load_run_config
+from her_wrap.runs.checkpoints import SavedAgent, resolve_saved_agent, save_agent, save_normalizer
+from her_wrap.runs.config import load_run_config
 from her_wrap.runs.env_factory import TrainingEnvs, check_env_id, ensure_registered, make_training_envs
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.run_layout import RunLayout, new_run
@@ -75,17 +76,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _make_envs(
-    config: RunConfig, args: argparse.Namespace, seed: int, layout: RunLayout, saved: SavedAgent | None
-) -> TrainingEnvs:
-    stats = saved.vecnormalize if saved is not None else None
-    if saved is not None and config.normalize is not None and stats is None:
-        print(f"Note: no normalization statistics saved with {saved.model}; starting fresh ones", flush=True)
-    return make_training_envs(
-        config, seed, vec_env=args.vec_env, monitor_dir=layout.run_dir, stats_path=stats
-    )
-
-
 def _tensorboard_dir(args: argparse.Namespace) -> str | None:
     if args.tensorboard is None:
         return None
@@ -98,6 +88,7 @@ def _load_agent(saved: SavedAgent, envs: TrainingEnvs, args: argparse.Namespace,
     agent = HER.load(
         str(saved.model),
         env=envs.train,
+        normalize_training=True,
         device=args.device,
         verbose=args.verbose,
         tensorboard_log=_tensorboard_dir(args),
@@ -128,8 +119,9 @@ def train(args: argparse.Namespace) -> RunLayout:
 
     ensure_registered(args.env)
     saved = resolve_saved_agent(args.trained_agent) if args.trained_agent is not None else None
+    config_source = _config_source(args, saved)
     config = load_run_config(
-        _config_source(args, saved),
+        config_source,
         args.env,
         algo=args.algo,
         overrides=args.hyperparams,
@@ -143,7 +135,7 @@ def train(args: argparse.Namespace) -> RunLayout:
     layout = new_run(args.log_folder, config.env_id)
     envs: TrainingEnvs | None = None
     try:
-        envs = _make_envs(config, args, seed, layout, saved)
+        envs = make_training_envs(config, seed, vec_env=args.vec_env, monitor_dir=layout.run_dir)
         if saved is None:
             agent = build_agent(
                 config,
@@ -171,6 +163,7 @@ def train(args: argparse.Namespace) -> RunLayout:
     write_yaml_file(layout.config_path, {config.env_id: config.to_entry()})
     recorded = arguments.plain_arguments(args)
     recorded.update(
+        conf=str(config_source),
         seed=seed,
         run_dir=str(layout.run_dir),
         trained_agent=str(saved.model) if saved is not None else None,
@@ -191,14 +184,9 @@ def train(args: argparse.Namespace) -> RunLayout:
         n_eval_episodes=args.eval_episodes,
         evaluations_path=layout.evaluations_path,
         best_model_path=layout.best_model_path,
-        best_vecnormalize_path=layout.best_vecnormalize_path if envs.train_normalize is not None else None,
-        train_normalize=envs.train_normalize,
-        eval_normalize=envs.eval_normalize,
         verbose=args.verbose,
     )
-    checkpoints = CheckpointCallback(
-        agent, layout.run_dir, args.save_freq, envs.train_normalize, verbose=args.verbose
-    )
+    checkpoints = CheckpointCallback(agent, layout.run_dir, args.save_freq, verbose=args.verbose)
     try:
         agent.learn(
             remaining,
@@ -214,9 +202,8 @@ def train(args: argparse.Namespace) -> RunLayout:
         agent,
         layout.final_model_path,
         replay_buffer_path=layout.replay_buffer_path if args.save_replay_buffer else None,
-        vec_normalize=envs.train_normalize,
-        vecnormalize_path=layout.vecnormalize_path,
     )
+    save_normalizer(agent, layout.vecnormalize_path)
     envs.close()
     print(f"Saved the final agent to {layout.final_model_path}", flush=True)
     if evaluation.results:
