@@ -230,6 +230,7 @@ def test_train_freq_sets_gradient_steps_and_net_arch_is_a_size_name() -> None:
         {
             "her.n_sampled_goal": 4,
             "her.goal_selection_strategy": "future",
+            "her.laber": "mean",
             "learning_rate": 1e-3,
             "batch_size": 128,
             "gamma": 0.98,
@@ -261,3 +262,12 @@ def test_best_hyperparams_file_trains_as_a_config(tmp_path: Path) -> None:
     assert path is not None
     config = load_run_config(path, "BitFlipping-v0")
     assert config.learner_kwargs["learning_rate"] == study.best_trial.params["learning_rate"]
+
+
+def test_search_space_samples_laber_and_the_random_strategy() -> None:
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    seen = {
+        (trial_settings[("her", "laber")], trial_settings[("her", "goal_selection_strategy")])
+        for trial_settings in (sample_settings(study.ask(), "dqn") for _ in range(60))
+    }
+    assert {laber for laber, _ in seen} == {None, "mean", "max"} and "random" in {s for _, s in seen}

@@ -47,7 +47,9 @@ Distribution = Categorical | Uniform
 
 HER_SPACE: dict[KeyPath, Distribution] = {
     ("her", "n_sampled_goal"): Categorical((1, 2, 4, 8)),
-    ("her", "goal_selection_strategy"): Categorical(("future", "final", "episode")),
+    ("her", "goal_selection_strategy"): Categorical(("future", "final", "episode", "random")),
+    # Uniform sampling (None) against LaBER; prioritized replay excludes LaBER, so it is left out here.
+    ("her", "laber"): Categorical((None, "mean", "max")),
 }
 
 OFF_POLICY_SPACE: dict[KeyPath, Distribution] = {
