@@ -13,6 +13,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import torch
 from stable_baselines3 import DQN
 
 from her_wrap import HER, BitFlippingEnv
@@ -28,6 +29,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("demo_out"))
     args = parser.parse_args()
+    torch.set_num_threads(1)  # one thread is fastest for a 256-unit MLP on a small CPU
     args.out.mkdir(parents=True, exist_ok=True)
 
     env = BitFlippingEnv(n_bits=args.n_bits)
