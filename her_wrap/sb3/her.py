@@ -6,6 +6,7 @@ import copy
 import importlib
 import json
 import pathlib
+import pickle
 import zipfile
 from typing import Any
 
@@ -13,10 +14,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.env_util import is_wrapped
+from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.save_util import load_from_pkl, save_to_pkl
 from stable_baselines3.common.type_aliases import MaybeCallback
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize, unwrap_vec_normalize
 
 from her_wrap.core.strategies import GoalSelectionStrategy
 from her_wrap.envs.checks import check_goal_env
@@ -27,7 +30,12 @@ from her_wrap.sb3.sources import make_batch_source, validate_sampling_options
 from her_wrap.sb3.vec_flatten import VecGoalFlattenWrapper
 
 METADATA_NAME = "her_wrap.json"
+NORMALIZER_NAME = "vecnormalize.pkl"
 FORMAT_VERSION = 1
+
+#: ``VecNormalize`` settings of ``normalize=True``: observations and goals, not rewards, clipped at 5
+#: standard deviations as the HER paper's DDPG did. A ``normalize`` dict overrides them key by key.
+DEFAULT_NORMALIZE_KWARGS: dict[str, Any] = {"norm_obs": True, "norm_reward": False, "clip_obs": 5.0}
 
 
 class HER:
@@ -61,6 +69,14 @@ class HER:
     :param alpha: PER priority exponent
     :param beta: PER importance exponent at the start; annealed linearly to 1 over ``learn``
     :param store_infos: keep info dicts for ``compute_reward`` (set False when it ignores them)
+    :param normalize: running mean/std normalization of observations and goals (``True``, or a dict of
+        ``VecNormalize`` arguments over :data:`DEFAULT_NORMALIZE_KWARGS`). HER wraps the goal env's dict
+        VecEnv (built here as ``DummyVecEnv`` of ``Monitor`` when given an env or id) in ``VecNormalize``
+        before flattening, so stored transitions stay raw and every batch, relabeled goals included, is
+        normalized at sample time with the statistics of its key (a relabeled goal goes where
+        ``desired_goal`` goes and gets ``desired_goal``'s). A ``VecNormalize`` passed in ``env`` is used
+        as it is (leave ``normalize`` False). Either way the statistics are saved in the model zip,
+        restored by :meth:`load` and applied by :meth:`predict` to the env's raw dict observations.
     :param model_kwargs: everything else goes to the learner (``learning_rate``, ``buffer_size``,
         ``batch_size``, ``policy_kwargs``, ``seed``, ``verbose``...)
     """
@@ -80,6 +96,7 @@ class HER:
         alpha: float = 0.6,
         beta: float = 0.4,
         store_infos: bool = True,
+        normalize: bool | dict[str, Any] = False,
         _init_setup_model: bool = True,
         **model_kwargs: Any,
     ) -> None:
@@ -109,11 +126,16 @@ class HER:
             "store_infos": bool(store_infos),
         }
         validate_sampling_options(**_sampling_options(self.her_kwargs))
+        self.normalize_kwargs = _normalize_kwargs(normalize, model_kwargs.get("gamma"))
+        self.normalizer: VecNormalize | None = None
+        self.normalizes_observations = False
         self.layout: GoalObservationLayout | None = None
         self._goal_env: Any = None
         learner_env = self._prepare_env(env)
         learner_class = self._learner_class()
-        self.model: OffPolicyAlgorithm = learner_class(policy, learner_env, _init_setup_model=False, **model_kwargs)
+        self.model: OffPolicyAlgorithm = learner_class(
+            policy, learner_env, _init_setup_model=False, **model_kwargs
+        )
         if _init_setup_model:
             self._setup_model()
 
@@ -123,9 +145,20 @@ class HER:
         return weighted_learner_class(self.model_class) if weighted else self.model_class
 
     def _prepare_env(self, env: Any) -> Any:
-        """Check a goal env and give the learner the observations its policy takes."""
+        """Check a goal env and give the learner the observations its policy takes (normalized when asked)."""
         if isinstance(env, str):
             env = make_goal_env(env)
+        given_normalizer = unwrap_vec_normalize(env) if isinstance(env, VecEnv) else None
+        if given_normalizer is None and (self.normalize_kwargs is not None or self.normalizer is not None):
+            env = self._normalized(env)
+        elif given_normalizer is not None and self.normalizer is None and self.normalize_kwargs is not None:
+            raise ValueError(
+                "The env is already a VecNormalize and normalize= asks HER for another one: pass the VecEnv "
+                "without VecNormalize, or leave normalize False."
+            )
+        self.normalizer = unwrap_vec_normalize(env) if isinstance(env, VecEnv) else None
+        # Observations reach predict as the env given here returns them: raw unless it normalizes itself.
+        self.normalizes_observations = self.normalizer is not None and given_normalizer is None
         self._goal_env = env
         if isinstance(env, VecEnv):
             _check_goal_space(env.observation_space)
@@ -150,6 +183,25 @@ class HER:
         self.layout = None
         return env
 
+    def _normalized(self, env: Any) -> VecNormalize:
+        """``env`` (a goal env or a VecEnv of them) under ``VecNormalize``: a new one from
+        :attr:`normalize_kwargs`, or a copy of :attr:`normalizer` carrying its statistics."""
+        if isinstance(env, VecEnv):
+            _check_goal_space(env.observation_space)
+            venv = env
+        else:
+            if isinstance(env, HERGoalEnvWrapper):
+                env = env.env
+            check_goal_env(env)
+            monitored = env if is_wrapped(env, Monitor) else Monitor(env)  # as SB3 wraps a plain env
+            venv = DummyVecEnv([lambda: monitored])
+        if self.normalizer is None:
+            assert self.normalize_kwargs is not None
+            return VecNormalize(venv, **self.normalize_kwargs)
+        normalizer = detached_normalizer(self.normalizer)
+        normalizer.set_venv(venv)
+        return normalizer
+
     def _setup_model(self) -> None:
         self.model.replay_buffer = self._new_replay_buffer()
         self.model._setup_model()
@@ -171,7 +223,9 @@ class HER:
 
     def _attach_batch_source(self) -> None:
         if hasattr(self.model, "batch_source"):
-            self.model.batch_source = make_batch_source(self.replay_buffer, **_sampling_options(self.her_kwargs))
+            self.model.batch_source = make_batch_source(
+                self.replay_buffer, **_sampling_options(self.her_kwargs)
+            )
 
     # ------------------------------------------------------------------ the SB3 model API
     @property
@@ -217,7 +271,18 @@ class HER:
         episode_start: np.ndarray | None = None,
         deterministic: bool = False,
     ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
-        """Action for an observation: the env's own dict (one or a batch) or, with ``MlpPolicy``, flat vectors."""
+        """Action for an observation: the env's own dict (one or a batch) or, with ``MlpPolicy``, flat vectors.
+
+        .. note::
+            Under normalization, observations are taken as the env given to HER returns them. When HER
+            normalizes (``normalize=``, or a loaded model given a plain env or none), a dict observation is
+            the env's raw one and is normalized here with :attr:`normalizer`'s statistics. When the env
+            given was already a ``VecNormalize``, its observations come normalized and are used as they
+            are (SB3's convention). Flat vectors are never normalized here: they are the learner's inputs.
+        """
+        if self.normalizes_observations and isinstance(observation, dict):
+            assert self.normalizer is not None
+            observation = self.normalizer.normalize_obs(observation)  # type: ignore[assignment]
         if self.flat and isinstance(observation, dict):
             assert self.layout is not None
             observation = self.layout.flatten(observation)
@@ -243,7 +308,10 @@ class HER:
 
     # ------------------------------------------------------------------ files
     def save(self, path: str | pathlib.Path, exclude: list[str] | None = None) -> None:
-        """Save the learner and the HER settings (key layout included) to one zip.
+        """Save the learner, the HER settings (key layout included) and normalization statistics to one zip.
+
+        The statistics are the ``VecNormalize`` pickled without its env, as ``vecnormalize.pkl`` in the zip
+        (SB3's own load skips it).
 
         :param path: file path; ``.zip`` is appended when it has no suffix (as SB3 does)
         """
@@ -259,9 +327,12 @@ class HER:
             "flat": self.flat,
             "layout": None if self.layout is None else self.layout.to_dict(),
             "her": self.her_kwargs,
+            "normalize": self.normalize_kwargs,
         }
         with zipfile.ZipFile(path, "a") as archive:
             archive.writestr(METADATA_NAME, json.dumps(metadata, indent=2))
+            if self.normalizer is not None:
+                archive.writestr(NORMALIZER_NAME, pickle.dumps(detached_normalizer(self.normalizer)))
 
     @classmethod
     def load(
@@ -269,13 +340,20 @@ class HER:
         path: str | pathlib.Path,
         env: gym.Env | VecEnv | str | None = None,
         custom_objects: dict[str, Any] | None = None,
+        *,
+        normalize_training: bool = False,
         **kwargs: Any,
     ) -> HER:
-        """Load a model saved by :meth:`save`. Without ``env`` it can predict (the key layout is saved).
+        """Load a model saved by :meth:`save`. Without ``env`` it can predict (the key layout and the
+        normalization statistics are saved).
 
         :param path: the zip (``.zip`` may be left out)
-        :param env: goal env to keep training or evaluating with; its spaces must match the saved ones
+        :param env: goal env to keep training or evaluating with; its spaces must match the saved ones.
+            A model saved with normalization statistics wraps it in a ``VecNormalize`` holding them, unless
+            it is a VecEnv that already normalizes (kept as it is, with its own statistics)
         :param custom_objects: passed to SB3's load
+        :param normalize_training: keep updating the restored statistics while training (default: frozen,
+            as for evaluation)
         :param kwargs: passed to SB3's load (``device``, ``print_system_info``, attribute overrides)
         """
         path = pathlib.Path(path)
@@ -287,8 +365,15 @@ class HER:
         her.policy = metadata["policy"]
         her.flat = bool(metadata["flat"])
         her.her_kwargs = dict(metadata["her"])
-        her.layout = None if metadata["layout"] is None else GoalObservationLayout.from_dict(metadata["layout"])
+        her.layout = (
+            None if metadata["layout"] is None else GoalObservationLayout.from_dict(metadata["layout"])
+        )
         saved_layout = her.layout
+        her.normalize_kwargs = metadata.get("normalize")
+        her.normalizer = read_normalizer(path)
+        if her.normalizer is not None:
+            her.normalizer.training = normalize_training
+        her.normalizes_observations = her.normalizer is not None
         her._goal_env = None
         learner_env = her._prepare_env(env) if env is not None else None
         if her.flat and saved_layout is not None and her.layout != saved_layout:
@@ -346,12 +431,48 @@ def read_metadata(path: str | pathlib.Path) -> dict[str, Any]:
                 )
             metadata = json.loads(archive.read(METADATA_NAME))
     except (zipfile.BadZipFile, IsADirectoryError) as error:
-        raise ValueError(f"{path} is not a her_wrap model (not a zip file): pass a file written by HER.save.") from error
+        raise ValueError(
+            f"{path} is not a her_wrap model (not a zip file): pass a file written by HER.save."
+        ) from error
     except FileNotFoundError as error:
         raise ValueError(f"{path} does not exist: pass the path given to HER.save.") from error
     if metadata.get("format") != "her_wrap" or metadata.get("version", 0) > FORMAT_VERSION:
-        raise ValueError(f"{path} has an unknown her_wrap format {metadata.get('version')}: upgrade her_wrap.")
+        raise ValueError(
+            f"{path} has an unknown her_wrap format {metadata.get('version')}: upgrade her_wrap."
+        )
     return metadata
+
+
+def read_normalizer(path: str | pathlib.Path) -> VecNormalize | None:
+    """The ``VecNormalize`` statistics stored in a model zip (without an env), or None."""
+    with zipfile.ZipFile(path) as archive:
+        if NORMALIZER_NAME not in archive.namelist():
+            return None
+        normalizer = pickle.loads(archive.read(NORMALIZER_NAME))
+    if not isinstance(normalizer, VecNormalize):
+        raise ValueError(
+            f"{path} holds a {type(normalizer).__name__} as {NORMALIZER_NAME}, not a VecNormalize."
+        )
+    return detached_normalizer(normalizer)
+
+
+def detached_normalizer(normalizer: VecNormalize) -> VecNormalize:
+    """A copy of a ``VecNormalize``'s statistics and settings without its env (``set_venv`` gives it one).
+
+    Unlike an unpickled ``VecNormalize``, the copy pickles again (``VecNormalize.load`` reads it) and
+    normalizes observations on its own (what ``predict`` needs without an env).
+    """
+    state = {
+        key: value
+        for key, value in vars(normalizer).items()
+        if key not in ("venv", "class_attributes", "returns")
+    }
+    clone = VecNormalize.__new__(VecNormalize)
+    clone.__setstate__(copy.deepcopy(state))
+    # What VecNormalize.__getstate__ drops; set_venv sets both anew.
+    clone.class_attributes = {}
+    clone.returns = np.zeros(0)
+    return clone
 
 
 def make_goal_env(env_id: str, **env_kwargs: Any) -> gym.Env:
@@ -396,6 +517,27 @@ def _check_goal_space(space: spaces.Space) -> None:
         )
 
 
+def _normalize_kwargs(normalize: bool | dict[str, Any], gamma: float | None) -> dict[str, Any] | None:
+    """``VecNormalize`` arguments for ``normalize=``, or None for no normalization."""
+    if normalize is False or normalize is None:
+        return None
+    if normalize is True:
+        normalize = {}
+    if not isinstance(normalize, dict):
+        raise TypeError(
+            f"normalize must be True, False or a dict of VecNormalize arguments, got {normalize!r}."
+        )
+    for key in ("venv", "training"):
+        if key in normalize:
+            raise ValueError(
+                f"normalize sets no {key!r}: HER builds the VecNormalize around its env and trains it."
+            )
+    kwargs = {**DEFAULT_NORMALIZE_KWARGS, **normalize}
+    if gamma is not None:
+        kwargs.setdefault("gamma", gamma)  # discount of the return whose scale norm_reward divides by
+    return kwargs
+
+
 def _is_dict_policy(policy: str | type) -> bool:
     name = policy if isinstance(policy, str) else getattr(policy, "__name__", "")
     return "MultiInput" in name
@@ -417,4 +559,12 @@ def _import_qualified(name: str) -> Any:
     return target
 
 
-__all__ = ["HER", "LEARNER_NAMES", "BaseAlgorithm", "make_goal_env", "read_metadata"]
+__all__ = [
+    "DEFAULT_NORMALIZE_KWARGS",
+    "HER",
+    "LEARNER_NAMES",
+    "BaseAlgorithm",
+    "make_goal_env",
+    "read_metadata",
+    "read_normalizer",
+]
