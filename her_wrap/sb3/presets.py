@@ -68,18 +68,8 @@ FETCH_REACH_SAC: dict[str, Any] = {
 
 # DDPG explores with Gaussian action noise of std 0.2 (the HER paper's), for Fetch's 4 action dimensions.
 FETCH_REACH_DDPG: dict[str, Any] = {
+    **FETCH_REACH_SAC,
     "action_noise": NormalActionNoise(mean=np.zeros(4), sigma=0.2 * np.ones(4)),
-    "n_sampled_goal": 4,
-    "normalize": True,
-    "buffer_size": 100_000,
-    "batch_size": 256,
-    "learning_rate": 1e-3,
-    "gamma": 0.95,
-    "tau": 0.05,
-    "learning_starts": 200,
-    "train_freq": 1,
-    "gradient_steps": 1,
-    "policy_kwargs": {"net_arch": [256, 256]},
 }
 
 PANDA_REACH_SAC: dict[str, Any] = dict(FETCH_REACH_SAC)
