@@ -390,7 +390,7 @@ def test_shipped_config_has_the_promised_entries() -> None:
         "FetchPush-v4": "tqc",
         "FetchSlide-v4": "tqc",
         "FetchPickAndPlace-v4": "tqc",
-        "PandaReach-v3": "tqc",
+        "PandaReach-v3": "sac",
         "PandaPush-v3": "tqc",
     }
 
