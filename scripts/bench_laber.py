@@ -99,7 +99,9 @@ def make_task(task: str, n_bits: int) -> tuple[Any, Any, str, dict[str, Any]]:
     return (lambda: BitFlippingEnv(n_bits=n_bits, continuous=True)), SAC, "MlpPolicy", settings
 
 
-def run_one(task: str, n_bits: int, method: str, seed: int, timesteps: int, eval_every: int, episodes: int) -> Run:
+def run_one(
+    task: str, n_bits: int, method: str, seed: int, timesteps: int, eval_every: int, episodes: int
+) -> Run:
     make_env, learner, policy, settings = make_task(task, n_bits)
     model = HER(policy, make_env(), learner, n_sampled_goal=4, seed=seed, **settings, **METHODS[method])
     timer = TrainTimer(model.model)
@@ -110,7 +112,10 @@ def run_one(task: str, n_bits: int, method: str, seed: int, timesteps: int, eval
         model.learn(eval_every, reset_num_timesteps=False)
         run.steps.append(model.num_timesteps)
         run.success.append(success_rate(model, eval_env, episodes, seed=10_000 + seed + model.num_timesteps))
-        print(f"  {method:<10} seed {seed} {model.num_timesteps:>8} steps: success {run.success[-1]:.2f}", flush=True)
+        print(
+            f"  {method:<10} seed {seed} {model.num_timesteps:>8} steps: success {run.success[-1]:.2f}",
+            flush=True,
+        )
     run.wall_seconds = time.perf_counter() - start
     run.train_seconds = timer.seconds
     run.updates = int(model.model._n_updates)
@@ -134,7 +139,9 @@ def summarize(runs: list[Run], timesteps: int) -> list[dict[str, Any]]:
                 "steps_to_0.9_std": float(np.std(hits)) if hits else None,
                 "final_mean": float(np.mean([run.success[-1] for run in mine])),
                 "final_std": float(np.std([run.success[-1] for run in mine])),
-                "ms_per_update": 1000 * sum(run.train_seconds for run in mine) / max(1, sum(run.updates for run in mine)),
+                "ms_per_update": 1000
+                * sum(run.train_seconds for run in mine)
+                / max(1, sum(run.updates for run in mine)),
                 "budget": timesteps,
             }
         )
@@ -157,8 +164,8 @@ def markdown(rows: list[dict[str, Any]], title: str, command: str) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        ratio = "" if row["steps_vs_uniform"] is None else f"{row['steps_vs_uniform']:.2f}×"
-        cost = "" if row["update_cost_vs_uniform"] is None else f"{row['update_cost_vs_uniform']:.2f}×"
+        ratio = "" if row["steps_vs_uniform"] is None else f"{row['steps_vs_uniform']:.2f}x"
+        cost = "" if row["update_cost_vs_uniform"] is None else f"{row['update_cost_vs_uniform']:.2f}x"
         lines.append(
             f"| {row['method']} | {row['reached']}/{row['seeds']} | "
             f"{fmt(row['steps_to_0.9_mean'], row['steps_to_0.9_std'])} | {ratio} | "
@@ -191,7 +198,9 @@ def plot(runs: list[Run], title: str, path: pathlib.Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--task", choices=["bitflip", "fetchreach", "continuous-bitflip"], default="bitflip")
     parser.add_argument("--n-bits", type=int, default=25)
     parser.add_argument("--timesteps", type=int, default=150_000)
@@ -221,7 +230,9 @@ def main() -> None:
     for method in args.methods:
         for seed in range(args.seeds):
             runs.append(
-                run_one(args.task, args.n_bits, method, seed, args.timesteps, args.eval_every, args.eval_episodes)
+                run_one(
+                    args.task, args.n_bits, method, seed, args.timesteps, args.eval_every, args.eval_episodes
+                )
             )
     rows = summarize(runs, args.timesteps)
     command = (

@@ -132,7 +132,8 @@ class HER:
         self.layout: GoalObservationLayout | None = None
         self._goal_env: Any = None
         learner_env = self._prepare_env(env)
-        learner_class = self._learner_class()
+        # Any: every concrete learner takes _init_setup_model, their OffPolicyAlgorithm base does not.
+        learner_class: Any = self._learner_class()
         self.model: OffPolicyAlgorithm = learner_class(
             policy, learner_env, _init_setup_model=False, **model_kwargs
         )
@@ -140,6 +141,11 @@ class HER:
             self._setup_model()
 
     # ------------------------------------------------------------------ construction
+    def _install_buffer(self, buffer: HindsightExperienceReplayWrapper) -> None:
+        # SB3 annotates replay_buffer as its own ReplayBuffer; the learner only calls the interface
+        # (add, sample, size) that the wrapper implements.
+        self.model.replay_buffer = buffer  # type: ignore[assignment]
+
     def _learner_class(self) -> type[OffPolicyAlgorithm]:
         weighted = self.her_kwargs["laber"] is not None or self.her_kwargs["prioritized"]
         return weighted_learner_class(self.model_class) if weighted else self.model_class
@@ -203,7 +209,7 @@ class HER:
         return normalizer
 
     def _setup_model(self) -> None:
-        self.model.replay_buffer = self._new_replay_buffer()
+        self._install_buffer(self._new_replay_buffer())
         self.model._setup_model()
         self._attach_batch_source()
 
@@ -393,7 +399,7 @@ class HER:
                     "model was trained on."
                 ) from error
             raise
-        her.model.replay_buffer = her._new_replay_buffer()
+        her._install_buffer(her._new_replay_buffer())
         her._attach_batch_source()
         return her
 
@@ -413,7 +419,7 @@ class HER:
         if self._goal_env is not None:
             buffer.set_env(self._goal_env)
         buffer.end_open_episodes()
-        self.model.replay_buffer = buffer
+        self._install_buffer(buffer)
         self._attach_batch_source()
 
 

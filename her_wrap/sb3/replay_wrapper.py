@@ -96,7 +96,8 @@ class HindsightExperienceReplayWrapper(BaseBuffer):
         self.layout = layout
         dict_space = self._dict_space()
         observation_fields = {
-            name: FieldSpec(space.shape or (), _storage_dtype(space)) for name, space in dict_space.spaces.items()
+            name: FieldSpec(space.shape or (), _storage_dtype(space))
+            for name, space in dict_space.spaces.items()
         }
         action_dtype = self.action_space.dtype if self.action_space.dtype is not None else np.float32
         step_fields = {
