@@ -116,7 +116,7 @@ def _time_calls(owner: Any, name: str, totals: dict[str, float]) -> None:
 
 
 def run_comparison_worker(
-    implementation: str, n_bits: int, timesteps: int, seed: int, preset: str, eval_episodes: int
+    implementation: str, n_bits: int, timesteps: int, seed: int, preset: str, eval_episodes: int, n_envs: int
 ) -> dict[str, Any]:
     import torch
 
@@ -125,7 +125,7 @@ def run_comparison_worker(
     from her_wrap.sb3.evaluation import success_rate
 
     start = time.perf_counter()
-    model, learner = build_model(implementation, n_bits, seed, preset)
+    model, learner = build_model(implementation, n_bits, seed, preset, n_envs)
     setup_seconds = time.perf_counter() - start
     totals: dict[str, float] = {}
     _time_calls(learner, "train", totals)
@@ -138,6 +138,7 @@ def run_comparison_worker(
         "implementation": implementation,
         "n_bits": n_bits,
         "seed": seed,
+        "n_envs": n_envs,
         "timesteps": int(learner.num_timesteps),
         "episodes": int(learner._episode_num),
         "gradient_steps": int(learner._n_updates),
@@ -403,10 +404,11 @@ def headline_lines(result: dict[str, Any], budget: int) -> list[str]:
 
 
 def write_section(path: Path, section: str, body: list[str]) -> None:
-    """Replace one section of the markdown page (between its markers), keeping the other."""
+    """Replace one section of the markdown page (between its markers), keeping the others; a section the
+    page does not have yet goes at its end."""
     begin, end = f"<!-- {section}: begin -->", f"<!-- {section}: end -->"
     text = path.read_text() if path.exists() else ""
-    if begin not in text:
+    if not text:
         text = "\n".join(
             [
                 "# Learning benchmark: bit flipping",
@@ -417,6 +419,8 @@ def write_section(path: Path, section: str, body: list[str]) -> None:
                 *(f"<!-- {name}: begin -->\n<!-- {name}: end -->\n" for name in SECTIONS),
             ]
         )
+    if begin not in text:
+        text = text.rstrip() + f"\n\n{begin}\n{end}\n"
     text = re.sub(
         re.escape(begin) + ".*?" + re.escape(end),
         lambda _: "\n".join([begin, *body, end]),
@@ -443,6 +447,7 @@ def comparison(args: argparse.Namespace, command: str) -> None:
                         str(seed),
                         args.preset,
                         str(args.eval_episodes),
+                        str(args.n_envs),
                     ]
                 )
                 if result is None:
@@ -465,21 +470,25 @@ def comparison(args: argparse.Namespace, command: str) -> None:
     if args.out is None:
         return
     args.out.mkdir(parents=True, exist_ok=True)
+    default_setup = args.preset == "BIT_FLIPPING_DQN" and args.n_envs == 1
+    section = "comparison" if default_setup else f"comparison {args.preset} {args.n_envs} envs"
+    plot = "bench_learning.png" if default_setup else f"bench_learning_{args.preset.lower()}.png"
     title = (
         f"Bit flipping, random goals: greedy success after {args.timesteps:,} env steps\n"
         f"{args.preset}, MultiInputPolicy, future k=4, seeds {' '.join(map(str, args.seeds))}"
     )
-    write_plot(results, args.bits, args.out / "bench_learning.png", title)
+    write_plot(results, args.bits, args.out / plot, title)
     kwargs = ", ".join(f"{key}={value!r}" for key, value in _learner_kwargs(args.preset).items())
     body = [
-        "## HER(DQN) vs SB3's DQN + HerReplayBuffer",
+        "## HER(DQN) vs SB3's DQN + HerReplayBuffer"
+        + ("" if default_setup else f": {args.preset}, {args.n_envs} envs"),
         "",
         "```",
         command,
         "```",
         "",
         f'Both: `DQN("MultiInputPolicy", ...)` with `{args.preset}` ({kwargs}); `future` goals, k=4; '
-        f"`BitFlippingEnv(n_bits=n)` with a random goal every episode; {args.timesteps:,} env steps; seeds "
+        f"`BitFlippingEnv(n_bits=n)` with a random goal every episode, {args.n_envs} env(s) (a `DummyVecEnv` when more than one); {args.timesteps:,} env steps; seeds "
         f"{', '.join(map(str, args.seeds))}; greedy success on {args.eval_episodes} fresh episodes (the same "
         "for both). SB3's path: `DQN(..., replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs="
         'dict(n_sampled_goal=4, goal_selection_strategy="future"))`.',
@@ -488,7 +497,7 @@ def comparison(args: argparse.Namespace, command: str) -> None:
         "",
         *targets,
         "",
-        "![greedy success vs n](bench_learning.png)",
+        f"![greedy success vs n]({plot})",
         "",
         "Gradient steps differ between the two because `train_freq` counts episodes and an episode ends at "
         "success: the implementation that learns faster has shorter episodes, so it takes more gradient "
@@ -505,8 +514,8 @@ def comparison(args: argparse.Namespace, command: str) -> None:
         "",
         machine_note(),
     ]
-    write_section(args.out / "bench_learning.md", "comparison", body)
-    print(f"wrote {args.out / 'bench_learning.md'} and {args.out / 'bench_learning.png'}")
+    write_section(args.out / "bench_learning.md", section, body)
+    print(f"wrote {args.out / 'bench_learning.md'} and {args.out / plot}")
 
 
 def headline(args: argparse.Namespace, command: str) -> None:
@@ -568,7 +577,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--headline-bits", type=int, default=50)
     parser.add_argument("--headline-timesteps", type=int, default=1_000_000, help="headline budget")
     parser.add_argument("--headline-preset", default="BIT_FLIPPING_DQN_LARGE")
-    parser.add_argument("--n-envs", type=int, default=None, help="headline envs (default: the preset's)")
+    parser.add_argument(
+        "--n-envs",
+        type=int,
+        default=None,
+        help="envs stepping in lockstep (default: the preset's _N_ENVS, else 1)",
+    )
     parser.add_argument("--eval-every", type=int, default=50_000, help="headline evaluation interval")
     parser.add_argument("--headline-eval-episodes", type=int, default=100)
     parser.add_argument(
@@ -578,7 +592,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.n_envs is None:
         from her_wrap.sb3 import presets
 
-        args.n_envs = getattr(presets, args.headline_preset + "_N_ENVS", 1)
+        preset = args.headline_preset if args.headline else args.preset
+        args.n_envs = getattr(presets, preset + "_N_ENVS", 1)
     if args.quick:
         args.bits, args.timesteps, args.eval_episodes = [6, 8], min(args.timesteps, 3_000), 50
         args.headline_bits, args.headline_timesteps = 10, min(args.headline_timesteps, 20_000)
@@ -592,9 +607,9 @@ def main(argv: list[str] | None = None) -> None:
 def worker(arguments: list[str]) -> None:
     mode, *values = arguments
     if mode == "comparison":
-        implementation, n_bits, timesteps, seed, preset, eval_episodes = values
+        implementation, n_bits, timesteps, seed, preset, eval_episodes, n_envs = values
         result = run_comparison_worker(
-            implementation, int(n_bits), int(timesteps), int(seed), preset, int(eval_episodes)
+            implementation, int(n_bits), int(timesteps), int(seed), preset, int(eval_episodes), int(n_envs)
         )
     else:
         n_bits, timesteps, seed, preset, n_envs, eval_every, eval_episodes, full_budget = values
