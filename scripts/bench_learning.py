@@ -21,12 +21,16 @@ Usage::
 
     python scripts/bench_learning.py                      # n = 20 30 40 50, 100k steps, seed 0
     python scripts/bench_learning.py --seeds 0 1 2        # more seeds
+    python scripts/bench_learning.py --bits 40 50 --timesteps 300000 --preset BIT_FLIPPING_DQN_LARGE
+                                                          # both with the headline settings (4 envs)
     python scripts/bench_learning.py --headline           # n = 50 with BIT_FLIPPING_DQN_LARGE
     python scripts/bench_learning.py --quick              # about a minute, writes nothing
     python scripts/bench_learning.py --headline --quick   # the headline path on 10 bits, writes nothing
 
-Both modes rewrite their own section of ``docs/bench_learning.md`` (the other section is kept); the
-comparison also writes ``docs/bench_learning.png`` (success vs n).
+Both modes rewrite their own section of ``docs/bench_learning.md`` (the others are kept); the comparison
+also writes ``docs/bench_learning.png`` (success vs n), or ``docs/bench_learning_<preset>.png`` and a
+section of its own for another preset. A preset's ``<NAME>_N_ENVS`` (when presets.py has one) sets how
+many envs step in lockstep, for both implementations alike (``--n-envs`` overrides it).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import pathlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -47,7 +48,7 @@ def one_torch_thread() -> Any:
 
 
 @pytest.fixture(scope="module")
-def quick_fetch_reach(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def quick_fetch_reach(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """HER(SAC) with the tuned FetchReach settings, 300 steps on a monitored env, saved and loaded back."""
     directory = tmp_path_factory.mktemp("fetch_reach")
     env = Monitor(make_goal_env("FetchReach-v4"), str(directory / "fetch"), info_keywords=("is_success",))
@@ -57,12 +58,13 @@ def quick_fetch_reach(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
     model.save(directory / "model")
     observations = [make_goal_env("FetchReach-v4").reset(seed=seed)[0] for seed in range(8)]
     batch = {key: np.stack([obs[key] for obs in observations]) for key in observations[0]}
-    return {
+    yield {
         "model": model,
         "loaded": HER.load(directory / "model"),
         "batch": batch,
         "monitor_csv": directory / "fetch.monitor.csv",
     }
+    env.close()  # closes the monitor's CSV file
 
 
 def test_fetch_reach_trains_for_the_steps_asked(quick_fetch_reach: dict[str, Any]):
