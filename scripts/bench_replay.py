@@ -175,7 +175,9 @@ def step_infos(step: DictStep) -> list[dict[str, Any]]:
 
 def build_her_wrap_core(capacity: int, *, store_infos: bool) -> tuple:
     from her_wrap.core.replay import HindsightReplay
+    from her_wrap.core.settings import HindsightSettings
     from her_wrap.core.storage import FieldSpec
+    from her_wrap.core.strategies import GoalSelectionStrategy
 
     n_episodes = math.ceil(capacity / EPISODE_LEN)
     replay = HindsightReplay(
@@ -191,8 +193,7 @@ def build_her_wrap_core(capacity: int, *, store_infos: bool) -> tuple:
             "terminated": FieldSpec((), np.dtype(np.bool_)),
             "truncated": FieldSpec((), np.dtype(np.bool_)),
         },
-        n_sampled_goal=K,
-        goal_selection_strategy="future",
+        settings=HindsightSettings(n_sampled_goal=K, goal_selection_strategy=GoalSelectionStrategy.FUTURE),
         reward_fn=lambda achieved, desired, infos: reward_from_goals(achieved, desired),
         store_infos=store_infos,
         seed=0,

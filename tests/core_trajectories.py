@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from her_wrap.core.replay import HindsightReplay
+from her_wrap.core.settings import SETTING_NAMES, HindsightSettings
 from her_wrap.core.storage import EpisodeStorage, FieldSpec
 
 OBSERVATION_FIELDS = {
@@ -245,13 +246,19 @@ def make_storage(trajectory: Trajectory) -> EpisodeStorage:
 
 
 def make_replay(trajectory: Trajectory, **options: Any) -> HindsightReplay:
-    """A HindsightReplay shaped for the trajectory; ``options`` override the defaults (seed 0, k = 4)."""
-    defaults: dict[str, Any] = {"n_sampled_goal": 4, "reward_fn": reward_fn, "seed": 0}
+    """A HindsightReplay shaped for the trajectory; ``options`` override the defaults (seed 0, k = 4).
+
+    Options named like a :class:`HindsightSettings` field (``n_sampled_goal``, ``online``...) go into its
+    settings, the others to the constructor.
+    """
+    settings = {key: options.pop(key) for key in list(options) if key in SETTING_NAMES}
+    defaults: dict[str, Any] = {"reward_fn": reward_fn, "seed": 0}
     return HindsightReplay(
         trajectory.capacity,
         observation_fields=OBSERVATION_FIELDS,
         step_fields=STEP_FIELDS,
         n_envs=trajectory.n_envs,
+        settings=HindsightSettings(**settings),
         **{**defaults, **options},
     )
 

@@ -24,7 +24,7 @@ def test_sampling_option_survives_save_and_load(tmp_path, option, tiny_learner_k
     options, source_class = OPTIONS[option]
     her_model(DQN, options, tiny_learner_kwargs()).save(tmp_path / "model")
     loaded = HER.load(tmp_path / "model", env=BitFlippingEnv(n_bits=4))
-    kept = {name: loaded.her_kwargs[name] for name in options}
+    kept = {name: loaded.settings.to_dict()[name] for name in options}
     assert (kept, type(loaded.model.batch_source)) == (options, source_class)
 
 

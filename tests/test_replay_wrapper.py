@@ -14,7 +14,7 @@ import pytest
 from stable_baselines3 import DQN
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-from her_wrap import BitFlippingEnv, HindsightExperienceReplayWrapper
+from her_wrap import BitFlippingEnv, HindsightExperienceReplayWrapper, HindsightSettings
 from her_wrap.sb3 import HER
 
 GOAL = [1.0, 1.0, 1.0]
@@ -70,7 +70,9 @@ def rows(samples: Any, part: str, key: str) -> np.ndarray:
 
 def test_relabeled_success_terminates_although_the_original_step_was_truncated():
     """One truncated step 000 -> 100: with goal 100 it is a success (done 1); with goal 111 it bootstraps."""
-    buffer = HindsightExperienceReplayWrapper(learner_buffer(ENV), 4, "final", ENV, seed=0)
+    buffer = HindsightExperienceReplayWrapper(
+        learner_buffer(ENV), ENV, settings=HindsightSettings(4, "final"), seed=0
+    )
     add_episode(buffer, [[0, 0, 0], [1, 0, 0]], ends_by="truncation")
     samples = buffer.sample(100)
     pairs = {
@@ -80,14 +82,18 @@ def test_relabeled_success_terminates_although_the_original_step_was_truncated()
 
 
 def test_truncated_step_keeps_the_bootstrap():
-    buffer = HindsightExperienceReplayWrapper(learner_buffer(ENV), 0, "future", ENV, seed=0)
+    buffer = HindsightExperienceReplayWrapper(
+        learner_buffer(ENV), ENV, settings=HindsightSettings(0, "future"), seed=0
+    )
     add_episode(buffer, [[0, 0, 0], [1, 0, 0], [1, 1, 0]], ends_by="truncation")
     assert not buffer.sample(50).dones.any()
 
 
 def test_relabeled_failure_does_not_terminate_although_the_original_step_did():
     """000 -> 100 -> 110 -> 111 reaches the goal; its last step relabeled with goal 100 or 110 fails."""
-    buffer = HindsightExperienceReplayWrapper(learner_buffer(ENV), 4, "episode", ENV, seed=0)
+    buffer = HindsightExperienceReplayWrapper(
+        learner_buffer(ENV), ENV, settings=HindsightSettings(4, "episode"), seed=0
+    )
     add_episode(buffer, [[0, 0, 0], [1, 0, 0], [1, 1, 0], [1, 1, 1]], ends_by="termination")
     samples = buffer.sample(300)
     last_step = (rows(samples, "observations", "observation") == [1, 1, 0]).all(axis=1)
@@ -106,7 +112,9 @@ def test_vec_normalize_applies_to_relabeled_goals():
     def normalized(goal: list[float]) -> np.ndarray:
         return (np.array(goal) - mean) / np.sqrt(var + venv.epsilon)
 
-    buffer = HindsightExperienceReplayWrapper(learner_buffer(ENV), 4, "final", ENV, seed=0)
+    buffer = HindsightExperienceReplayWrapper(
+        learner_buffer(ENV), ENV, settings=HindsightSettings(4, "final"), seed=0
+    )
     add_episode(buffer, [[0, 0, 0], [1, 0, 0]], ends_by="truncation")
     desired = np.unique(rows(buffer.sample(100, env=venv), "observations", "desired_goal").round(5), axis=0)
     expected = np.unique(np.stack([normalized(GOAL), normalized([1, 0, 0])]).round(5), axis=0)
@@ -140,7 +148,9 @@ class InfoRecordingBitFlippingEnv(BitFlippingEnv):
 
 def test_infos_reach_compute_reward_by_reference():
     env = InfoRecordingBitFlippingEnv()
-    buffer = HindsightExperienceReplayWrapper(learner_buffer(env), 4, "future", env, seed=0)
+    buffer = HindsightExperienceReplayWrapper(
+        learner_buffer(env), env, settings=HindsightSettings(4, "future"), seed=0
+    )
     added = [{"step": 0}, {"step": 1}]
     add_episode(buffer, [[0, 0, 0], [1, 0, 0], [1, 1, 0]], ends_by="truncation", infos=added)
     buffer.sample(20)
@@ -181,7 +191,9 @@ RELABELED_GOALS_OF_FIRST_EPISODE = {
 @pytest.mark.parametrize("strategy", list(RELABELED_GOALS_OF_FIRST_EPISODE))
 def test_strategy_picks_goals_among_the_achieved_goals_it_names(strategy):
     """Episodes 000 -> 100 -> 110 and 001 -> 011: only ``random`` borrows a goal from the other one."""
-    buffer = HindsightExperienceReplayWrapper(learner_buffer(ENV), 4, strategy, ENV, seed=0)
+    buffer = HindsightExperienceReplayWrapper(
+        learner_buffer(ENV), ENV, settings=HindsightSettings(4, strategy), seed=0
+    )
     add_episode(buffer, [[0, 0, 0], [1, 0, 0], [1, 1, 0]], ends_by="truncation")
     add_episode(buffer, [[0, 0, 1], [0, 1, 1]], ends_by="truncation")
     samples = buffer.sample(400)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from her_wrap.core.goal_selection import sample_transitions, select_goal_rows
+from her_wrap.core.settings import HindsightSettings
 from her_wrap.core.storage import AddReport, EpisodeStorage, FieldSpec
 from her_wrap.core.strategies import GoalSelectionStrategy
 from her_wrap.core.sum_tree import ProportionalPrioritizer
@@ -64,9 +65,10 @@ class HindsightReplay:
     :param observation_fields: fields of an observation, e.g. observation / achieved_goal / desired_goal
     :param step_fields: fields of a step, e.g. action / reward / terminated / truncated
     :param n_envs: env columns whose episodes interleave
-    :param n_sampled_goal: ``k``, relabeled goals per real one (0 disables relabeling)
-    :param goal_selection_strategy: ``future``, ``final``, ``episode`` or ``random`` (any case)
-    :param online: relabel at sample time (True) or once at episode end (False)
+    :param settings: ``k`` (``n_sampled_goal``, 0 disables relabeling), the goal selection strategy,
+        online or offline relabeling, prioritized replay and its ``alpha`` (default:
+        ``HindsightSettings()``: future, k = 4, online, uniform). LaBER and ``beta`` are read by the
+        samplers above this class.
     :param achieved_goal_key: observation field holding the achieved goal (or what ``goal_fn`` maps to one)
     :param desired_goal_key: field the new goal is written to: an observation field (then its ``next_``
         value gets it too) or a step field
@@ -77,8 +79,6 @@ class HindsightReplay:
     :param terminated_fn: vectorized termination for a goal, see :data:`TerminatedFn`
     :param goal_fn: maps the ``achieved_goal_key`` field to a goal (identity when None)
     :param store_infos: keep info dicts (by reference) and pass them to ``reward_fn``
-    :param prioritized: proportional prioritized replay over stored transitions
-    :param alpha: priority exponent (prioritized only)
     :param eps: added to priorities before the exponent (prioritized only)
     :param seed: seed or generator for every random draw
     """
@@ -90,9 +90,7 @@ class HindsightReplay:
         observation_fields: Mapping[str, FieldSpec],
         step_fields: Mapping[str, FieldSpec],
         n_envs: int = 1,
-        n_sampled_goal: int = 4,
-        goal_selection_strategy: str | GoalSelectionStrategy = "future",
-        online: bool = True,
+        settings: HindsightSettings | None = None,
         achieved_goal_key: str = "achieved_goal",
         desired_goal_key: str = "desired_goal",
         reward_key: str = "reward",
@@ -101,19 +99,14 @@ class HindsightReplay:
         terminated_fn: TerminatedFn | None = None,
         goal_fn: Callable[[np.ndarray], np.ndarray] | None = None,
         store_infos: bool = False,
-        prioritized: bool = False,
-        alpha: float = 0.6,
         eps: float = 1e-6,
         seed: int | np.random.Generator | None = None,
     ) -> None:
-        self.strategy = GoalSelectionStrategy.parse(goal_selection_strategy)
-        if (
-            isinstance(n_sampled_goal, bool)
-            or not isinstance(n_sampled_goal, (int, np.integer))
-            or n_sampled_goal < 0
-        ):
-            raise ValueError(
-                f"n_sampled_goal must be an integer >= 0 (relabeled goals per real one), got {n_sampled_goal!r}."
+        self.settings = HindsightSettings() if settings is None else settings
+        if not isinstance(self.settings, HindsightSettings):
+            raise TypeError(
+                f"settings must be a HindsightSettings, got {type(settings).__name__}: "
+                "build one with HindsightSettings(n_sampled_goal=..., goal_selection_strategy=...)."
             )
         if achieved_goal_key not in observation_fields:
             raise ValueError(
@@ -127,8 +120,6 @@ class HindsightReplay:
             )
         if reward_fn is not None and reward_key not in step_fields:
             raise ValueError(f"reward_key {reward_key!r} must name a step field to hold recomputed rewards.")
-        self.n_sampled_goal = int(n_sampled_goal)
-        self.online = bool(online)
         self.achieved_goal_key = achieved_goal_key
         self.desired_goal_key = desired_goal_key
         self.goal_in_observation = desired_goal_key in observation_fields
@@ -146,13 +137,32 @@ class HindsightReplay:
             store_infos=store_infos,
         )
         slots = self.storage.n_rows * self.storage.n_envs
-        self.prioritizer = ProportionalPrioritizer(slots, alpha=alpha, eps=eps) if prioritized else None
+        self.prioritizer = (
+            ProportionalPrioritizer(slots, alpha=self.settings.alpha, eps=eps)
+            if self.settings.prioritized
+            else None
+        )
         # Offline relabeling: the absolute goal row (times n_envs, plus column) of each frozen goal.
         self.frozen_goals: np.ndarray | None = None
         if not self.online and self.n_sampled_goal > 0:
             self.frozen_goals = np.zeros(
                 (self.storage.n_rows, self.storage.n_envs, self.n_sampled_goal), np.int64
             )
+
+    @property
+    def n_sampled_goal(self) -> int:
+        """``k`` of :attr:`settings`."""
+        return self.settings.n_sampled_goal
+
+    @property
+    def strategy(self) -> GoalSelectionStrategy:
+        """The goal selection strategy of :attr:`settings`."""
+        return self.settings.goal_selection_strategy
+
+    @property
+    def online(self) -> bool:
+        """Whether goals are relabeled at sample time (see :attr:`settings`)."""
+        return self.settings.online
 
     # ------------------------------------------------------------------ adding
     def add(
@@ -268,9 +278,9 @@ class HindsightReplay:
         relabeled = version > 0
         encoded = self.frozen_goals[rings[relabeled], columns[relabeled], version[relabeled] - 1]
         goal_abs, goal_columns = np.divmod(encoded, self.storage.n_envs)
-        # Fix (core tests, offline `random` on episode_crossing_ring_end): a frozen goal is stale as soon
-        # as the ring overwrote the *first row* of its episode, not only its own row: the rest of that
-        # episode still holds data but is no longer sampleable, and online `random` never draws from it.
+        # A frozen goal is stale as soon as the ring overwrote the *first row* of its episode, not only
+        # its own row: the rest of that episode still holds data but is no longer sampleable, and online
+        # `random` never draws from it either.
         # The goal row holds o_{j+1}; its transition j sits one absolute row earlier.
         transition_abs = goal_abs - 1
         stale = transition_abs < self.storage.oldest(goal_columns)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from her_wrap.core.replay import HindsightReplay, check_batch_size
+from her_wrap.core.settings import HindsightSettings
 from her_wrap.core.storage import FieldSpec
 from her_wrap.core.strategies import GoalSelectionStrategy
 
@@ -162,7 +163,6 @@ class HindsightReplayBuffer:
             raise TypeError(
                 f"goal_func must be callable as goal_func(states) -> goals, or None; got {goal_func!r}."
             )
-        strategy = GoalSelectionStrategy.parse(strategy)
         if (
             isinstance(additional_goals, bool)
             or not isinstance(additional_goals, (int, np.integer))
@@ -171,6 +171,17 @@ class HindsightReplayBuffer:
             raise ValueError(
                 f"additional_goals must be an integer >= 0 (relabeled goals per real one), got {additional_goals!r}."
             )
+        strategy = GoalSelectionStrategy.parse(strategy)
+        # One possible final goal per episode: more copies of it would only shift the relabeled share.
+        settings = HindsightSettings(
+            n_sampled_goal=min(int(additional_goals), 1)
+            if strategy is GoalSelectionStrategy.FINAL
+            else int(additional_goals),
+            goal_selection_strategy=strategy,
+            online=online,
+            prioritized=prioritized,
+            alpha=alpha,
+        )
         missing = [key for key in (state, action, next_state) if key not in env_dict]
         if missing:
             raise ValueError(
@@ -208,15 +219,7 @@ class HindsightReplayBuffer:
         self.state = state
         self.action = action
         self.next_state = next_state
-        self.strategy = strategy
-        # One possible final goal per episode: more copies of it would only shift the relabeled share.
-        self.additional_goals = (
-            min(int(additional_goals), 1)
-            if strategy is GoalSelectionStrategy.FINAL
-            else int(additional_goals)
-        )
-        self.prioritized = bool(prioritized)
-        self.online = bool(online)
+        self.settings = settings
         self.compact = bool(compact)
         self.env_specs = specs
         self.reward_dtype = default_dtype
@@ -245,16 +248,12 @@ class HindsightReplayBuffer:
             n_episodes * (self.max_episode_len + 1),
             observation_fields={self._row_field: specs[state]},
             step_fields=step_fields,
-            n_sampled_goal=self.additional_goals,
-            goal_selection_strategy=strategy,
-            online=self.online,
+            settings=settings,
             achieved_goal_key=self._row_field,
             desired_goal_key=_GOAL,
             terminated_key=None,
             reward_fn=None,  # rewards of every row are computed here, with cpprb's signature
             goal_fn=goal_func,
-            prioritized=self.prioritized,
-            alpha=alpha,
             eps=eps,
             seed=seed,
         )
@@ -263,6 +262,26 @@ class HindsightReplayBuffer:
             for name, spec in specs.items()
         }
         self._episode_len = 0
+
+    @property
+    def strategy(self) -> GoalSelectionStrategy:
+        """The goal selection strategy."""
+        return self.settings.goal_selection_strategy
+
+    @property
+    def additional_goals(self) -> int:
+        """``k``, relabeled goals per real one (at most 1 for ``final``)."""
+        return self.settings.n_sampled_goal
+
+    @property
+    def prioritized(self) -> bool:
+        """Whether sampling is prioritized (PER)."""
+        return self.settings.prioritized
+
+    @property
+    def online(self) -> bool:
+        """Whether goals are relabeled at sample time."""
+        return self.settings.online
 
     # ------------------------------------------------------------------ adding
     def add(self, **kwargs: Any) -> None:

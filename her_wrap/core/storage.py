@@ -224,8 +224,7 @@ class EpisodeStorage:
         observation = self._check_fields(observation, self.observation_specs, "observation")
         next_observation = self._check_fields(next_observation, self.observation_specs, "next_observation")
         step = self._check_fields(step, self.step_specs, "step")
-        # Fix (core tests, infos shorter than n_envs with store_infos): infos[column] used to raise
-        # IndexError after the earlier columns were written, leaving the buffer half-updated.
+        # Every check runs before the first write: bad input leaves the buffer as it was.
         self._check_infos(infos, self.n_envs, "one info dict per env column")
         report = AddReport()
         for column in range(self.n_envs):
@@ -285,10 +284,9 @@ class EpisodeStorage:
                 f"An episode of {length} steps needs {length + 1} rows but one env column holds {self.n_rows}: "
                 "raise the capacity."
             )
-        # Fix (core tests, add_episode with an unknown or missing field or a wrong shape): check names and
-        # shapes before the first write, as add does. An unknown name used to raise KeyError and a wrong
-        # shape a broadcast error after _prepare_row had already invalidated the overwritten episode, and
-        # a missing field silently kept the previous episode's values in the new rows.
+        # Names and shapes are checked before the first write (as add does): _prepare_row invalidates the
+        # episode it overwrites, so a late error would lose stored data, and every field must be given so
+        # that no row keeps an older episode's value.
         observations = self._check_fields(observations, self.observation_specs, "observations", length + 1)
         steps = self._check_fields(steps, self.step_specs, "steps", length)
         self._check_infos(infos, length, "one info dict per step")
@@ -372,8 +370,8 @@ class EpisodeStorage:
                     f"(a leading dimension of {leading}: n_envs for add, T or T + 1 for add_episode; "
                     "then the field's shape)."
                 )
-            # Fix (core tests, a scalar field given as (n_envs, 1)): the check accepted that shape but the
-            # write `array[ring, column] = values[column]` then failed on a length-1 array (numpy 2).
+            # A scalar field given as (n_envs, 1) is reshaped to (n_envs,): the write
+            # `array[ring, column] = values[column]` takes one scalar per column.
             checked[name] = values if shape == expected else np.reshape(values, expected)
         return checked
 

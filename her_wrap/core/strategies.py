@@ -28,8 +28,10 @@ class GoalSelectionStrategy(str, Enum):
     RANDOM = "random"
 
     @classmethod
-    def parse(cls, value: str | GoalSelectionStrategy) -> GoalSelectionStrategy:
-        """Accept a member or its name in any case (``"future"``, ``"FUTURE"``, ``"Future"``).
+    def parse(cls, value: str | Enum) -> GoalSelectionStrategy:
+        """Accept a member, its name in any case (``"future"``, ``"FUTURE"``), or a member of another
+        enum with the same names (stable-baselines3's ``GoalSelectionStrategy.FUTURE``, whose values are
+        integers), so code moving from SB3 passes its own members unchanged.
 
         :param value: strategy name or member
         :return: the member
@@ -37,6 +39,8 @@ class GoalSelectionStrategy(str, Enum):
         """
         if isinstance(value, cls):
             return value
+        if isinstance(value, Enum):
+            value = value.name
         if isinstance(value, str):
             try:
                 return cls(value.strip().lower())

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from her_wrap.core.strategies import GoalSelectionStrategy
+from her_wrap.core.settings import SETTING_NAMES, HindsightSettings
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.learners import (
     DISCRETE_ACTION_LEARNERS,
@@ -63,18 +63,9 @@ from her_wrap.runs.yaml_io import load_yaml_file, parse_yaml
 #: Name of the entry merged under every other entry.
 DEFAULT_ENTRY = "default"
 
-#: Keys of the ``her`` section: keyword arguments of :class:`her_wrap.HER`.
-HER_SETTINGS: tuple[str, ...] = (
-    "n_sampled_goal",
-    "goal_selection_strategy",
-    "online",
-    "laber",
-    "laber_m",
-    "prioritized",
-    "alpha",
-    "beta",
-    "store_infos",
-)
+#: Keys of the ``her`` section: the hindsight settings (:class:`her_wrap.HindsightSettings`) and HER's
+#: ``store_infos``.
+HER_SETTINGS: tuple[str, ...] = (*SETTING_NAMES, "store_infos")
 
 #: Keys of an entry that are not learner kwargs.
 RUN_KEYS: tuple[str, ...] = (
@@ -326,14 +317,23 @@ def _validate_her(her: Mapping[str, Any], where: str) -> dict[str, Any]:
     for key in _INTEGER_HER_KEYS:
         if key in result:
             result[key] = _as_integer(result[key], f"her.{key}", where, minimum=0)
-    if "goal_selection_strategy" in result:
-        try:
-            result["goal_selection_strategy"] = GoalSelectionStrategy.parse(
-                result["goal_selection_strategy"]
-            ).value
-        except ValueError as error:
-            raise UsageError(f"{where}: {error}") from None
-    return result
+    if "store_infos" in result and not isinstance(result["store_infos"], bool):
+        raise UsageError(f"{where}: her.store_infos must be true or false, got {result['store_infos']!r}")
+    try:
+        settings = hindsight_settings(result)
+    except ValueError as error:
+        raise UsageError(f"{where}: {error}") from None
+    # The keys given, with the values the settings made of them ("FUTURE" -> "future").
+    normalized = settings.to_dict()
+    return {key: normalized.get(key, value) for key, value in result.items()}
+
+
+def hindsight_settings(her: Mapping[str, Any]) -> HindsightSettings:
+    """The :class:`HindsightSettings` of a ``her`` section (its ``store_infos`` is HER's, not one of them).
+
+    :raises ValueError: for a bad value
+    """
+    return HindsightSettings.from_dict({key: value for key, value in her.items() if key != "store_infos"})
 
 
 def _validate_normalize(value: Any, where: str) -> bool | dict[str, Any]:

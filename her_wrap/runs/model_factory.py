@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from her_wrap.runs.config import RunConfig
+from her_wrap.runs.config import RunConfig, hindsight_settings
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.learners import DISCRETE_ACTION_LEARNERS
 
@@ -136,7 +136,8 @@ def build_agent(
             config.policy,
             env,
             config.model_class,
-            **config.her,
+            **hindsight_settings(config.her).as_kwargs(),
+            store_infos=config.her.get("store_infos", True),
             normalize=config.normalize,
             seed=seed,
             verbose=verbose,

@@ -16,6 +16,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from her_wrap.core.settings import LaBERVariant
+from her_wrap.core.strategies import GoalSelectionStrategy
+
 KeyPath = tuple[str, ...]
 
 NET_ARCHS: dict[str, list[int]] = {"small": [64, 64], "medium": [256, 256], "big": [256, 256, 256]}
@@ -47,9 +50,11 @@ Distribution = Categorical | Uniform
 
 HER_SPACE: dict[KeyPath, Distribution] = {
     ("her", "n_sampled_goal"): Categorical((1, 2, 4, 8)),
-    ("her", "goal_selection_strategy"): Categorical(("future", "final", "episode", "random")),
+    ("her", "goal_selection_strategy"): Categorical(
+        tuple(strategy.value for strategy in GoalSelectionStrategy)
+    ),
     # Uniform sampling (None) against LaBER; prioritized replay excludes LaBER, so it is left out here.
-    ("her", "laber"): Categorical((None, "mean", "max")),
+    ("her", "laber"): Categorical((None, LaBERVariant.MEAN.value, LaBERVariant.MAX.value)),
 }
 
 OFF_POLICY_SPACE: dict[KeyPath, Distribution] = {

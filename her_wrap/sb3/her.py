@@ -21,12 +21,13 @@ from stable_baselines3.common.save_util import load_from_pkl, save_to_pkl
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize, unwrap_vec_normalize
 
+from her_wrap.core.settings import HindsightSettings, LaBERVariant
 from her_wrap.core.strategies import GoalSelectionStrategy
 from her_wrap.envs.checks import check_goal_env
 from her_wrap.envs.goal_wrapper import GoalObservationLayout, HERGoalEnvWrapper
 from her_wrap.sb3.learners import LEARNER_NAMES, resolve_model_class, weighted_learner_class
 from her_wrap.sb3.replay_wrapper import HindsightExperienceReplayWrapper
-from her_wrap.sb3.sources import make_batch_source, validate_sampling_options
+from her_wrap.sb3.sources import make_batch_source
 from her_wrap.sb3.vec_flatten import VecGoalFlattenWrapper
 
 METADATA_NAME = "her_wrap.json"
@@ -90,7 +91,7 @@ class HER:
         goal_selection_strategy: str | GoalSelectionStrategy = "future",
         *,
         online: bool = True,
-        laber: str | None = None,
+        laber: str | LaBERVariant | None = None,
         laber_m: int = 4,
         prioritized: bool = False,
         alpha: float = 0.6,
@@ -114,18 +115,17 @@ class HER:
         self.model_class = resolve_model_class(model_class)
         self.policy = policy
         self.flat = not _is_dict_policy(policy)
-        self.her_kwargs: dict[str, Any] = {
-            "n_sampled_goal": n_sampled_goal,
-            "goal_selection_strategy": GoalSelectionStrategy.parse(goal_selection_strategy).value,
-            "online": bool(online),
-            "laber": laber,
-            "laber_m": laber_m,
-            "prioritized": bool(prioritized),
-            "alpha": alpha,
-            "beta": beta,
-            "store_infos": bool(store_infos),
-        }
-        validate_sampling_options(**_sampling_options(self.her_kwargs))
+        self.settings = HindsightSettings(
+            n_sampled_goal=n_sampled_goal,
+            goal_selection_strategy=GoalSelectionStrategy.parse(goal_selection_strategy),
+            online=online,
+            prioritized=prioritized,
+            alpha=alpha,
+            beta=beta,
+            laber=None if laber is None else LaBERVariant.parse(laber),
+            laber_m=laber_m,
+        )
+        self.store_infos = bool(store_infos)
         self.normalize_kwargs = _normalize_kwargs(normalize, model_kwargs.get("gamma"))
         self.normalizer: VecNormalize | None = None
         self.normalizes_observations = False
@@ -147,8 +147,7 @@ class HER:
         self.model.replay_buffer = buffer  # type: ignore[assignment]
 
     def _learner_class(self) -> type[OffPolicyAlgorithm]:
-        weighted = self.her_kwargs["laber"] is not None or self.her_kwargs["prioritized"]
-        return weighted_learner_class(self.model_class) if weighted else self.model_class
+        return weighted_learner_class(self.model_class) if self.settings.weighted else self.model_class
 
     def _prepare_env(self, env: Any) -> Any:
         """Check a goal env and give the learner the observations its policy takes (normalized when asked)."""
@@ -216,22 +215,16 @@ class HER:
     def _new_replay_buffer(self) -> HindsightExperienceReplayWrapper:
         return HindsightExperienceReplayWrapper(
             self.model,
-            self.her_kwargs["n_sampled_goal"],
-            self.her_kwargs["goal_selection_strategy"],
             self._goal_env,
-            online=self.her_kwargs["online"],
+            settings=self.settings,
             layout=self.layout,
-            prioritized=self.her_kwargs["prioritized"],
-            alpha=self.her_kwargs["alpha"],
-            store_infos=self.her_kwargs["store_infos"],
+            store_infos=self.store_infos,
             seed=self.model.seed,
         )
 
     def _attach_batch_source(self) -> None:
         if hasattr(self.model, "batch_source"):
-            self.model.batch_source = make_batch_source(
-                self.replay_buffer, **_sampling_options(self.her_kwargs)
-            )
+            self.model.batch_source = make_batch_source(self.replay_buffer, self.settings)
 
     # ------------------------------------------------------------------ the SB3 model API
     @property
@@ -332,7 +325,7 @@ class HER:
             "policy": self.policy if isinstance(self.policy, str) else _qualified_name(self.policy),
             "flat": self.flat,
             "layout": None if self.layout is None else self.layout.to_dict(),
-            "her": self.her_kwargs,
+            "her": {**self.settings.to_dict(), "store_infos": self.store_infos},
             "normalize": self.normalize_kwargs,
         }
         with zipfile.ZipFile(path, "a") as archive:
@@ -370,7 +363,9 @@ class HER:
         her.model_class = _import_qualified(metadata["model_class"])
         her.policy = metadata["policy"]
         her.flat = bool(metadata["flat"])
-        her.her_kwargs = dict(metadata["her"])
+        her_settings = dict(metadata["her"])
+        her.store_infos = bool(her_settings.pop("store_infos", True))
+        her.settings = HindsightSettings.from_dict(her_settings)
         her.layout = (
             None if metadata["layout"] is None else GoalObservationLayout.from_dict(metadata["layout"])
         )
@@ -547,10 +542,6 @@ def _normalize_kwargs(normalize: bool | dict[str, Any], gamma: float | None) -> 
 def _is_dict_policy(policy: str | type) -> bool:
     name = policy if isinstance(policy, str) else getattr(policy, "__name__", "")
     return "MultiInput" in name
-
-
-def _sampling_options(her_kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {key: her_kwargs[key] for key in ("laber", "laber_m", "prioritized", "alpha", "beta")}
 
 
 def _qualified_name(obj: Any) -> str:

@@ -12,6 +12,7 @@ from stable_baselines3.common.type_aliases import DictReplayBufferSamples, Repla
 from stable_baselines3.common.vec_env import VecNormalize
 
 from her_wrap.core.replay import HindsightReplay
+from her_wrap.core.settings import HindsightSettings
 from her_wrap.core.storage import FieldSpec
 from her_wrap.core.strategies import GoalSelectionStrategy
 from her_wrap.envs.goal_wrapper import GoalObservationLayout
@@ -50,16 +51,13 @@ class HindsightExperienceReplayWrapper(BaseBuffer):
     :param replay_buffer: the learner's buffer (or anything with ``buffer_size``, ``observation_space``,
         ``action_space``, ``device`` and ``n_envs``): it gives the size, spaces and device; the
         transitions are stored once, in the her_wrap core, and the wrapped buffer is not kept
-    :param n_sampled_goal: ``k``: a share ``k / (k + 1)`` of each batch is relabeled
-    :param goal_selection_strategy: ``future``, ``final``, ``episode`` or ``random``
     :param wrapped_env: the goal env (gymnasium env, :class:`~her_wrap.HERGoalEnvWrapper` or VecEnv) whose
         ``compute_reward`` / ``compute_terminated`` relabeled transitions use; may be given later with
         :meth:`set_env`
-    :param online: relabel at sample time (default) or once at episode end (stable-baselines v2)
+    :param settings: what to relabel and how to sample (default ``HindsightSettings()``: ``future``,
+        ``k = 4``, online, uniform)
     :param layout: key layout of flat observations; needed when the learner sees flat vectors
         (``MlpPolicy`` through ``HERGoalEnvWrapper``); taken from ``wrapped_env`` when it has one
-    :param prioritized: proportional prioritized replay over stored transitions
-    :param alpha: priority exponent
     :param store_infos: keep the info dict of each step (by reference, no copy) for ``compute_reward``
     :param seed: seed of the relabeling and sampling draws
     """
@@ -67,14 +65,10 @@ class HindsightExperienceReplayWrapper(BaseBuffer):
     def __init__(
         self,
         replay_buffer: Any,
-        n_sampled_goal: int = 4,
-        goal_selection_strategy: str | GoalSelectionStrategy = "future",
         wrapped_env: Any = None,
         *,
-        online: bool = True,
+        settings: HindsightSettings | None = None,
         layout: GoalObservationLayout | None = None,
-        prioritized: bool = False,
-        alpha: float = 0.6,
         store_infos: bool = True,
         seed: int | None = None,
     ) -> None:
@@ -113,18 +107,19 @@ class HindsightExperienceReplayWrapper(BaseBuffer):
             observation_fields=observation_fields,
             step_fields=step_fields,
             n_envs=self.n_envs,
-            n_sampled_goal=n_sampled_goal,
-            goal_selection_strategy=goal_selection_strategy,
-            online=online,
+            settings=settings,
             store_infos=store_infos,
-            prioritized=prioritized,
-            alpha=alpha,
             seed=seed,
         )
         if wrapped_env is not None:
             self.set_env(wrapped_env)
 
     # ------------------------------------------------------------------ configuration
+    @property
+    def settings(self) -> HindsightSettings:
+        """The hindsight settings the buffer samples with."""
+        return self.replay.settings
+
     @property
     def n_sampled_goal(self) -> int:
         return self.replay.n_sampled_goal

@@ -8,30 +8,15 @@ import numpy as np
 import torch as th
 
 from her_wrap.core.laber import LaBER, LaBERlazy, LaBERmax, LaBERmean
+from her_wrap.core.settings import HindsightSettings, LaBERVariant
 from her_wrap.sb3.replay_wrapper import HindsightExperienceReplayWrapper, Samples
 from her_wrap.sb3.weighted import td_abs
 
-LABER_VARIANTS: dict[str, type[LaBER]] = {"mean": LaBERmean, "lazy": LaBERlazy, "max": LaBERmax}
-
-
-def validate_sampling_options(
-    laber: str | None, laber_m: int, prioritized: bool, alpha: float, beta: float
-) -> None:
-    """Check HER's LaBER / PER options, naming the problem and the fix."""
-    if laber is not None and laber not in LABER_VARIANTS:
-        raise ValueError(f"Unknown laber={laber!r}; use one of {sorted(LABER_VARIANTS)} or None.")
-    if isinstance(laber_m, bool) or not isinstance(laber_m, (int, np.integer)) or laber_m < 1:
-        raise ValueError(
-            f"laber_m must be an integer >= 1 (the large batch is laber_m * batch_size), got {laber_m!r}."
-        )
-    if laber is not None and prioritized:
-        raise ValueError(
-            "Choose one of laber and prioritized: LaBER already weights samples by their TD error."
-        )
-    if not np.isfinite(alpha) or alpha < 0:
-        raise ValueError(f"alpha must be >= 0 (0 is uniform sampling), got {alpha!r}.")
-    if not 0.0 <= beta <= 1.0:
-        raise ValueError(f"beta must lie in [0, 1] (1 fully corrects the sampling bias), got {beta!r}.")
+LABER_VARIANTS: dict[LaBERVariant, type[LaBER]] = {
+    LaBERVariant.MEAN: LaBERmean,
+    LaBERVariant.LAZY: LaBERlazy,
+    LaBERVariant.MAX: LaBERmax,
+}
 
 
 class PrioritizedSource:
@@ -66,7 +51,7 @@ class LaBERSource:
     """
 
     def __init__(
-        self, buffer: HindsightExperienceReplayWrapper, variant: str, m: int, seed: int | None
+        self, buffer: HindsightExperienceReplayWrapper, variant: LaBERVariant, m: int, seed: int | None
     ) -> None:
         self.buffer = buffer
         self.variant = LABER_VARIANTS[variant]
@@ -103,22 +88,16 @@ def select_samples(samples: Samples, index: th.Tensor) -> Samples:
 
 
 def make_batch_source(
-    buffer: HindsightExperienceReplayWrapper,
-    *,
-    laber: str | None,
-    laber_m: int,
-    prioritized: bool,
-    alpha: float,
-    beta: float,
+    buffer: HindsightExperienceReplayWrapper, settings: HindsightSettings
 ) -> PrioritizedSource | LaBERSource | None:
-    """The source HER's options ask for; None means the learner's own uniform ``train()``."""
-    if laber is not None:
+    """The source the settings ask for; None means the learner's own uniform ``train()``."""
+    if settings.laber is not None:
         return LaBERSource(
             buffer,
-            laber,
-            laber_m,
-            seed=None if buffer.replay is None else int(buffer.replay.rng.integers(2**31)),
+            settings.laber,
+            settings.laber_m,
+            seed=int(buffer.replay.rng.integers(2**31)),
         )
-    if prioritized:
-        return PrioritizedSource(buffer, beta)
+    if settings.prioritized:
+        return PrioritizedSource(buffer, settings.beta)
     return None
