@@ -213,7 +213,7 @@ class HER:
         self._attach_batch_source()
 
     def _new_replay_buffer(self) -> HindsightExperienceReplayWrapper:
-        return HindsightExperienceReplayWrapper(
+        return HindsightExperienceReplayWrapper.for_learner(
             self.model,
             self._goal_env,
             settings=self.settings,

@@ -114,6 +114,25 @@ class HindsightExperienceReplayWrapper(BaseBuffer):
         if wrapped_env is not None:
             self.set_env(wrapped_env)
 
+    @classmethod
+    def for_learner(
+        cls,
+        learner: Any,
+        goal_env: Any,
+        *,
+        settings: HindsightSettings,
+        layout: GoalObservationLayout | None,
+        store_infos: bool,
+        seed: int | None,
+    ) -> HindsightExperienceReplayWrapper:
+        """The buffer of an SB3 off-policy learner whose env is (built from) ``goal_env``.
+
+        :param learner: the learner, set up without its own buffer: gives ``buffer_size``, the spaces,
+            ``device`` and ``n_envs``
+        :param goal_env: the goal env whose ``compute_reward`` rewards relabeled goals
+        """
+        return cls(learner, goal_env, settings=settings, layout=layout, store_infos=store_infos, seed=seed)
+
     # ------------------------------------------------------------------ configuration
     @property
     def settings(self) -> HindsightSettings:
