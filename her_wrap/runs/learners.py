@@ -6,25 +6,12 @@ sb3-contrib, imported only when asked for (importing torch takes seconds).
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from functools import cache
 from typing import Any
 
 from her_wrap.runs.errors import UsageError
-
-#: name -> (module, class); the order is the one error messages list.
-LEARNERS: dict[str, tuple[str, str]] = {
-    "dqn": ("stable_baselines3", "DQN"),
-    "qrdqn": ("sb3_contrib", "QRDQN"),
-    "sac": ("stable_baselines3", "SAC"),
-    "td3": ("stable_baselines3", "TD3"),
-    "ddpg": ("stable_baselines3", "DDPG"),
-    "tqc": ("sb3_contrib", "TQC"),
-}
-
-#: Learners for discrete actions; the others act in continuous action spaces.
-DISCRETE_ACTION_LEARNERS = frozenset({"dqn", "qrdqn"})
+from her_wrap.sb3 import learners as learner_table
 
 # Constructor parameters a config may not set as learner kwargs: the env and the policy come from the run,
 # the replay buffer is HER's, and action noise is written as noise_type/noise_std.
@@ -47,16 +34,10 @@ def canonical_learner_name(name: Any) -> str:
     :param name: ``"sac"``, ``"SAC"``, ...
     :raises UsageError: for anything else, listing the valid names
     """
-    key = str(name).strip().lower()
-    if key not in LEARNERS:
-        raise UsageError(f"unknown model_class {name!r}; use one of {', '.join(LEARNERS)}")
-    return key
-
-
-def learner_class(name: str) -> type:
-    """The learner class for a name of :data:`LEARNERS`."""
-    module_name, class_name = LEARNERS[canonical_learner_name(name)]
-    return getattr(importlib.import_module(module_name), class_name)
+    try:
+        return learner_table.canonical_learner_name(name)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 @cache
@@ -66,5 +47,5 @@ def learner_parameters(name: str) -> dict[str, inspect.Parameter]:
     :param name: a name of :data:`LEARNERS`
     :return: the constructor's parameters minus those the run sets itself
     """
-    signature = inspect.signature(learner_class(name))
+    signature = inspect.signature(learner_table.learner_class(canonical_learner_name(name)))
     return {key: value for key, value in signature.parameters.items() if key not in _NOT_LEARNER_KWARGS}

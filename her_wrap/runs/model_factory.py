@@ -19,7 +19,7 @@ import numpy as np
 
 from her_wrap.runs.config import RunConfig, hindsight_settings
 from her_wrap.runs.errors import UsageError
-from her_wrap.runs.learners import DISCRETE_ACTION_LEARNERS
+from her_wrap.sb3.learners import DISCRETE_ACTION_LEARNERS
 
 _ACTIVATIONS = ("ReLU", "Tanh", "ELU", "LeakyReLU", "GELU", "SiLU", "Sigmoid")
 _OPTIMIZERS = ("Adam", "AdamW", "SGD", "RMSprop")

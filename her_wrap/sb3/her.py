@@ -25,10 +25,11 @@ from her_wrap.core.settings import HindsightSettings, LaBERVariant
 from her_wrap.core.strategies import GoalSelectionStrategy
 from her_wrap.envs.checks import check_goal_env
 from her_wrap.envs.goal_wrapper import GoalObservationLayout, HERGoalEnvWrapper
-from her_wrap.sb3.learners import LEARNER_NAMES, resolve_model_class, weighted_learner_class
+from her_wrap.sb3.learners import resolve_model_class
 from her_wrap.sb3.replay_wrapper import HindsightExperienceReplayWrapper
 from her_wrap.sb3.sources import make_batch_source
 from her_wrap.sb3.vec_flatten import VecGoalFlattenWrapper
+from her_wrap.sb3.weighted import weighted_learner_class
 
 METADATA_NAME = "her_wrap.json"
 NORMALIZER_NAME = "vecnormalize.pkl"
@@ -559,7 +560,6 @@ def _import_qualified(name: str) -> Any:
 __all__ = [
     "DEFAULT_NORMALIZE_KWARGS",
     "HER",
-    "LEARNER_NAMES",
     "BaseAlgorithm",
     "make_goal_env",
     "read_metadata",

@@ -1,79 +1,101 @@
-"""Which learners HER wraps, and their variants whose train step takes per-sample weights."""
+"""The learners HER wraps: one table of names, classes and action kinds for every layer.
+
+Importing this module imports neither torch nor stable-baselines3: the classes are imported when asked
+for, so the ``her-wrap`` command validates configs without paying for torch.
+"""
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+if TYPE_CHECKING:
+    from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
-from her_wrap.sb3.weighted import BatchSource, weighted_train
 
-LEARNER_NAMES = {
-    "dqn": "stable_baselines3:DQN",
-    "sac": "stable_baselines3:SAC",
-    "td3": "stable_baselines3:TD3",
-    "ddpg": "stable_baselines3:DDPG",
-    "tqc": "sb3_contrib:TQC",
-    "qrdqn": "sb3_contrib:QRDQN",
+@dataclass(frozen=True)
+class Learner:
+    """An off-policy learner HER can wrap.
+
+    :param name: its lower-case name, as configs write it (``model_class: sac``)
+    :param module: the module that defines it
+    :param class_name: its class name there
+    :param discrete_actions: it acts in ``Discrete`` action spaces (else in ``Box`` ones)
+    """
+
+    name: str
+    module: str
+    class_name: str
+    discrete_actions: bool
+
+    def load(self) -> type[OffPolicyAlgorithm]:
+        """The learner class.
+
+        :raises ValueError: when its package is not installed, naming the install command
+        """
+        try:
+            module = importlib.import_module(self.module)
+        except ImportError as error:
+            raise ValueError(
+                f"model_class {self.class_name} needs {self.module}: pip install {self.module.replace('_', '-')}."
+            ) from error
+        return getattr(module, self.class_name)
+
+
+#: name -> learner; the order is the one error messages list.
+LEARNERS: dict[str, Learner] = {
+    learner.name: learner
+    for learner in (
+        Learner("dqn", "stable_baselines3", "DQN", discrete_actions=True),
+        Learner("qrdqn", "sb3_contrib", "QRDQN", discrete_actions=True),
+        Learner("sac", "stable_baselines3", "SAC", discrete_actions=False),
+        Learner("td3", "stable_baselines3", "TD3", discrete_actions=False),
+        Learner("ddpg", "stable_baselines3", "DDPG", discrete_actions=False),
+        Learner("tqc", "sb3_contrib", "TQC", discrete_actions=False),
+    )
 }
+
+#: Names of the learners for discrete actions; the others act in continuous action spaces.
+DISCRETE_ACTION_LEARNERS = frozenset(name for name, learner in LEARNERS.items() if learner.discrete_actions)
+
+
+def canonical_learner_name(name: object) -> str:
+    """Validate a learner name and return it in lower case.
+
+    :param name: ``"sac"``, ``"SAC"``, ...
+    :raises ValueError: for any other name, listing the valid ones
+    """
+    key = str(name).strip().lower()
+    if key not in LEARNERS:
+        raise ValueError(f"unknown model_class {name!r}; use one of {', '.join(LEARNERS)}")
+    return key
+
+
+def learner_class(name: str) -> type[OffPolicyAlgorithm]:
+    """The learner class for a name of :data:`LEARNERS` (any case)."""
+    return LEARNERS[canonical_learner_name(name)].load()
 
 
 def resolve_model_class(model_class: type | str) -> type[OffPolicyAlgorithm]:
-    """The learner class for a class or a lower-case name (``"sac"``, ``"dqn"``...).
+    """The learner class for a class or a name (``"sac"``, ``"DQN"``...).
 
     :raises ValueError: for an unknown name, listing the known ones
     :raises TypeError: for an on-policy or non-SB3 class
     """
+    from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+
     if isinstance(model_class, str):
-        target = LEARNER_NAMES.get(model_class.strip().lower())
-        if target is None:
-            raise ValueError(
-                f"Unknown model_class {model_class!r}; use one of {sorted(LEARNER_NAMES)} or a class."
-            )
-        module, _, name = target.partition(":")
         try:
-            model_class = getattr(importlib.import_module(module), name)
-        except ImportError as error:
-            raise ValueError(
-                f"model_class {name} needs {module}: pip install {module.replace('_', '-')}."
-            ) from error
+            name = canonical_learner_name(model_class)
+        except ValueError as error:
+            raise ValueError(f"{error} or a class.") from None
+        model_class = LEARNERS[name].load()
     if not isinstance(model_class, type) or not issubclass(model_class, OffPolicyAlgorithm):
         name = getattr(model_class, "__name__", repr(model_class))
+        supported = ", ".join(learner.class_name for learner in LEARNERS.values())
         raise TypeError(
-            f"HER needs an off-policy learner with a replay buffer (DQN, SAC, TD3, DDPG, TQC, QRDQN); "
+            f"HER needs an off-policy learner with a replay buffer ({supported}); "
             f"{name} is not one (on-policy learners such as PPO and A2C train on fresh rollouts only)."
         )
     return model_class
-
-
-class WeightedTrainMixin:
-    """Makes ``train()`` draw batches from :attr:`batch_source` and weight the critic loss per sample.
-
-    With no source set, ``train()`` is the learner's own.
-    """
-
-    batch_source: BatchSource | None = None
-
-    def train(self, gradient_steps: int, batch_size: int = 100) -> None:
-        if self.batch_source is None:
-            super().train(gradient_steps, batch_size)  # type: ignore[misc]
-            return
-        weighted_train(self, gradient_steps, batch_size, self.batch_source)  # type: ignore[arg-type]
-
-    def _excluded_save_params(self) -> list[str]:
-        # The source holds the replay buffer: never pickle it into the model zip.
-        return [*super()._excluded_save_params(), "batch_source"]  # type: ignore[misc]
-
-
-_WEIGHTED_CLASSES: dict[type, type] = {}
-
-
-def weighted_learner_class(model_class: type[OffPolicyAlgorithm]) -> Any:
-    """The subclass of ``model_class`` with :class:`WeightedTrainMixin` (one per learner class)."""
-    if model_class not in _WEIGHTED_CLASSES:
-        name = f"Weighted{model_class.__name__}"
-        _WEIGHTED_CLASSES[model_class] = type(
-            name, (WeightedTrainMixin, model_class), {"__module__": __name__}
-        )
-    return _WEIGHTED_CLASSES[model_class]

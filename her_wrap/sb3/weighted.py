@@ -28,7 +28,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, TypeAlias, TypeGuard, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeGuard, TypeVar
 
 import numpy as np
 import torch as th
@@ -458,3 +458,35 @@ def _evaluate_critic(model: BaseAlgorithm, samples: Samples) -> th.Tensor:
     if isinstance(model, TD3):
         return _td3_critic(model, samples, None)[1]
     raise _unsupported(model)
+
+
+class WeightedTrainMixin:
+    """Makes ``train()`` draw batches from :attr:`batch_source` and weight the critic loss per sample.
+
+    With no source set, ``train()`` is the learner's own.
+    """
+
+    batch_source: BatchSource | None = None
+
+    def train(self, gradient_steps: int, batch_size: int = 100) -> None:
+        if self.batch_source is None:
+            super().train(gradient_steps, batch_size)  # type: ignore[misc]
+            return
+        weighted_train(self, gradient_steps, batch_size, self.batch_source)  # type: ignore[arg-type]
+
+    def _excluded_save_params(self) -> list[str]:
+        # The source holds the replay buffer: never pickle it into the model zip.
+        return [*super()._excluded_save_params(), "batch_source"]  # type: ignore[misc]
+
+
+_WEIGHTED_CLASSES: dict[type, type] = {}
+
+
+def weighted_learner_class(model_class: type[OffPolicyAlgorithm]) -> Any:
+    """The subclass of ``model_class`` with :class:`WeightedTrainMixin` (one per learner class)."""
+    if model_class not in _WEIGHTED_CLASSES:
+        name = f"Weighted{model_class.__name__}"
+        _WEIGHTED_CLASSES[model_class] = type(
+            name, (WeightedTrainMixin, model_class), {"__module__": __name__}
+        )
+    return _WEIGHTED_CLASSES[model_class]
