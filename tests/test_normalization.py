@@ -20,7 +20,7 @@ from stable_baselines3 import SAC
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from her_wrap import HER, BitFlippingEnv
-from her_wrap.sb3.her import NORMALIZER_NAME
+from her_wrap.sb3.persistence import NORMALIZER_NAME
 
 N_BITS = 4
 

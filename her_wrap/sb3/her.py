@@ -3,41 +3,34 @@
 from __future__ import annotations
 
 import copy
-import importlib
-import json
 import pathlib
-import pickle
-import zipfile
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
-from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.env_util import is_wrapped
-from stable_baselines3.common.monitor import Monitor
+import torch as th
+from stable_baselines3.common.logger import Logger
+from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.save_util import load_from_pkl, save_to_pkl
-from stable_baselines3.common.type_aliases import MaybeCallback
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize, unwrap_vec_normalize
+from stable_baselines3.common.type_aliases import MaybeCallback, Schedule
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from her_wrap.core.settings import HindsightSettings, LaBERVariant
 from her_wrap.core.strategies import GoalSelectionStrategy
-from her_wrap.envs.checks import check_goal_env
-from her_wrap.envs.goal_wrapper import GoalObservationLayout, HERGoalEnvWrapper
+from her_wrap.sb3.learner_env import DEFAULT_NORMALIZE_KWARGS, normalize_kwargs_of, prepare_learner_env
 from her_wrap.sb3.learners import resolve_model_class
+from her_wrap.sb3.persistence import (
+    SavedHER,
+    read_metadata,
+    read_normalizer,
+    read_saved_her,
+    write_her_members,
+)
 from her_wrap.sb3.replay_wrapper import HindsightExperienceReplayWrapper
 from her_wrap.sb3.sources import make_batch_source
-from her_wrap.sb3.vec_flatten import VecGoalFlattenWrapper
 from her_wrap.sb3.weighted import weighted_learner_class
-
-METADATA_NAME = "her_wrap.json"
-NORMALIZER_NAME = "vecnormalize.pkl"
-FORMAT_VERSION = 1
-
-#: ``VecNormalize`` settings of ``normalize=True``: observations and goals, not rewards, clipped at 5
-#: standard deviations as the HER paper's DDPG did. A ``normalize`` dict overrides them key by key.
-DEFAULT_NORMALIZE_KWARGS: dict[str, Any] = {"norm_obs": True, "norm_reward": False, "clip_obs": 5.0}
 
 
 class HER:
@@ -113,35 +106,74 @@ class HER:
         if isinstance(model_kwargs.get("policy_kwargs"), dict):
             # SB3 writes into the policy_kwargs it is given (SAC adds use_sde): keep the caller's intact.
             model_kwargs["policy_kwargs"] = copy.deepcopy(model_kwargs["policy_kwargs"])
-        self.model_class = resolve_model_class(model_class)
-        self.policy = policy
-        self.flat = not _is_dict_policy(policy)
-        self.settings = HindsightSettings(
-            n_sampled_goal=n_sampled_goal,
-            goal_selection_strategy=GoalSelectionStrategy.parse(goal_selection_strategy),
-            online=online,
-            prioritized=prioritized,
-            alpha=alpha,
-            beta=beta,
-            laber=None if laber is None else LaBERVariant.parse(laber),
-            laber_m=laber_m,
+        self._configure(
+            SavedHER(
+                model_class=resolve_model_class(model_class),
+                policy=policy,
+                layout=None,
+                settings=HindsightSettings(
+                    n_sampled_goal=n_sampled_goal,
+                    goal_selection_strategy=GoalSelectionStrategy.parse(goal_selection_strategy),
+                    online=online,
+                    prioritized=prioritized,
+                    alpha=alpha,
+                    beta=beta,
+                    laber=None if laber is None else LaBERVariant.parse(laber),
+                    laber_m=laber_m,
+                ),
+                store_infos=store_infos,
+                normalize_kwargs=normalize_kwargs_of(normalize, model_kwargs.get("gamma")),
+            ),
+            normalizer=None,
         )
-        self.store_infos = bool(store_infos)
-        self.normalize_kwargs = _normalize_kwargs(normalize, model_kwargs.get("gamma"))
-        self.normalizer: VecNormalize | None = None
-        self.normalizes_observations = False
-        self.layout: GoalObservationLayout | None = None
-        self._goal_env: Any = None
-        learner_env = self._prepare_env(env)
+        learner_env = self._use_env(env)
         # Any: every concrete learner takes _init_setup_model, their OffPolicyAlgorithm base does not.
         learner_class: Any = self._learner_class()
         self.model: OffPolicyAlgorithm = learner_class(
             policy, learner_env, _init_setup_model=False, **model_kwargs
         )
         if _init_setup_model:
-            self._setup_model()
+            self._install_buffer(self._new_replay_buffer())
+            self.model._setup_model()
+            self._attach_batch_source()
 
     # ------------------------------------------------------------------ construction
+    def _configure(self, saved: SavedHER, normalizer: VecNormalize | None) -> None:
+        """Set everything but the learner and its env: what ``__init__`` and :meth:`load` share."""
+        self.model_class = saved.model_class
+        self.policy_argument = saved.policy
+        self.flat = not _is_dict_policy(saved.policy)
+        self.settings = saved.settings
+        self.store_infos = saved.store_infos
+        self.normalize_kwargs = saved.normalize_kwargs
+        self.normalizer = normalizer
+        self.normalizes_observations = normalizer is not None
+        self.layout = saved.layout
+        self._goal_env: Any = None
+
+    def _saved(self) -> SavedHER:
+        return SavedHER(
+            model_class=self.model_class,
+            policy=self.policy_argument,
+            layout=self.layout,
+            settings=self.settings,
+            store_infos=self.store_infos,
+            normalize_kwargs=self.normalize_kwargs,
+        )
+
+    def _use_env(self, env: gym.Env | VecEnv | str) -> Any:
+        """Take a goal env for relabeling and return the env the learner steps."""
+        if isinstance(env, str):
+            env = make_goal_env(env)
+        prepared = prepare_learner_env(
+            env, flat=self.flat, normalize_kwargs=self.normalize_kwargs, normalizer=self.normalizer
+        )
+        self._goal_env = prepared.goal_env
+        self.layout = prepared.layout
+        self.normalizer = prepared.normalizer
+        self.normalizes_observations = prepared.normalizes_observations
+        return prepared.learner_env
+
     def _install_buffer(self, buffer: HindsightExperienceReplayWrapper) -> None:
         # SB3 annotates replay_buffer as its own ReplayBuffer; the learner only calls the interface
         # (add, sample, size) that the wrapper implements.
@@ -149,69 +181,6 @@ class HER:
 
     def _learner_class(self) -> type[OffPolicyAlgorithm]:
         return weighted_learner_class(self.model_class) if self.settings.weighted else self.model_class
-
-    def _prepare_env(self, env: Any) -> Any:
-        """Check a goal env and give the learner the observations its policy takes (normalized when asked)."""
-        if isinstance(env, str):
-            env = make_goal_env(env)
-        given_normalizer = unwrap_vec_normalize(env) if isinstance(env, VecEnv) else None
-        if given_normalizer is None and (self.normalize_kwargs is not None or self.normalizer is not None):
-            env = self._normalized(env)
-        elif given_normalizer is not None and self.normalizer is None and self.normalize_kwargs is not None:
-            raise ValueError(
-                "The env is already a VecNormalize and normalize= asks HER for another one: pass the VecEnv "
-                "without VecNormalize, or leave normalize False."
-            )
-        self.normalizer = unwrap_vec_normalize(env) if isinstance(env, VecEnv) else None
-        # Observations reach predict as the env given here returns them: raw unless it normalizes itself.
-        self.normalizes_observations = self.normalizer is not None and given_normalizer is None
-        self._goal_env = env
-        if isinstance(env, VecEnv):
-            _check_goal_space(env.observation_space)
-            if self.flat:
-                flat_env = VecGoalFlattenWrapper(env)
-                self.layout = flat_env.layout
-                return flat_env
-            self.layout = None
-            return env
-        if isinstance(env, HERGoalEnvWrapper):
-            if not self.flat:
-                env = env.env
-                self._goal_env = env
-            else:
-                self.layout = env.layout
-                return env
-        check_goal_env(env)
-        if self.flat:
-            wrapped = HERGoalEnvWrapper(env)
-            self.layout = wrapped.layout
-            return wrapped
-        self.layout = None
-        return env
-
-    def _normalized(self, env: Any) -> VecNormalize:
-        """``env`` (a goal env or a VecEnv of them) under ``VecNormalize``: a new one from
-        :attr:`normalize_kwargs`, or a copy of :attr:`normalizer` carrying its statistics."""
-        if isinstance(env, VecEnv):
-            _check_goal_space(env.observation_space)
-            venv = env
-        else:
-            if isinstance(env, HERGoalEnvWrapper):
-                env = env.env
-            check_goal_env(env)
-            monitored = env if is_wrapped(env, Monitor) else Monitor(env)  # as SB3 wraps a plain env
-            venv = DummyVecEnv([lambda: monitored])
-        if self.normalizer is None:
-            assert self.normalize_kwargs is not None
-            return VecNormalize(venv, **self.normalize_kwargs)
-        normalizer = detached_normalizer(self.normalizer)
-        normalizer.set_venv(venv)
-        return normalizer
-
-    def _setup_model(self) -> None:
-        self._install_buffer(self._new_replay_buffer())
-        self.model._setup_model()
-        self._attach_batch_source()
 
     def _new_replay_buffer(self) -> HindsightExperienceReplayWrapper:
         return HindsightExperienceReplayWrapper.for_learner(
@@ -235,9 +204,106 @@ class HER:
         assert isinstance(buffer, HindsightExperienceReplayWrapper)
         return buffer
 
+    # What SB3 users read and set on a model, forwarded to the learner (explicitly, so that each is typed
+    # and documented, and a typo is an AttributeError rather than a silent new attribute).
+    @property
+    def policy(self) -> BasePolicy:
+        """The learner's policy network (the policy name or class given to HER is :attr:`policy_argument`)."""
+        return self.model.policy
+
+    @property
+    def policy_class(self) -> type[BasePolicy]:
+        """The learner's policy class."""
+        return self.model.policy_class
+
     @property
     def num_timesteps(self) -> int:
+        """Env steps taken so far, over every env."""
         return self.model.num_timesteps
+
+    @property
+    def verbose(self) -> int:
+        """The learner's verbosity: 0 quiet, 1 training logs, 2 debug."""
+        return self.model.verbose
+
+    @verbose.setter
+    def verbose(self, value: int) -> None:
+        self.model.verbose = value
+
+    @property
+    def learning_rate(self) -> float | Schedule:
+        """The learning rate given to the learner (a number or a schedule of the remaining progress)."""
+        return self.model.learning_rate
+
+    @learning_rate.setter
+    def learning_rate(self, value: float | Schedule) -> None:
+        # As in SB3, the schedule is rebuilt from learning_rate when learn() sets the model up: rebuild
+        # it now so that the next gradient step uses the new value.
+        self.model.learning_rate = value
+        self.model._setup_lr_schedule()
+
+    @property
+    def action_noise(self) -> ActionNoise | None:
+        """Exploration noise of continuous-action learners, or None."""
+        return self.model.action_noise
+
+    @action_noise.setter
+    def action_noise(self, value: ActionNoise | None) -> None:
+        self.model.action_noise = value
+
+    @property
+    def gamma(self) -> float:
+        """The learner's discount factor."""
+        return self.model.gamma
+
+    @property
+    def batch_size(self) -> int:
+        """Transitions per gradient step."""
+        return self.model.batch_size
+
+    @property
+    def seed(self) -> int | None:
+        """The learner's seed (HER's sampler is seeded from it)."""
+        return self.model.seed
+
+    @property
+    def device(self) -> th.device:
+        """The torch device of the learner's networks."""
+        return self.model.device
+
+    @property
+    def n_envs(self) -> int:
+        """Envs the learner steps in parallel."""
+        return self.model.n_envs
+
+    @property
+    def observation_space(self) -> gym.spaces.Space:
+        """The observation space the learner's policy takes (flat for ``MlpPolicy``)."""
+        return self.model.observation_space
+
+    @property
+    def action_space(self) -> gym.spaces.Space:
+        """The env's action space."""
+        return self.model.action_space
+
+    @property
+    def logger(self) -> Logger:
+        """The learner's logger (set up by ``learn``)."""
+        return self.model.logger
+
+    @property
+    def ep_info_buffer(self) -> Any:
+        """Return and length of the latest training episodes (a deque of Monitor infos)."""
+        return self.model.ep_info_buffer
+
+    @property
+    def ep_success_buffer(self) -> Any:
+        """``is_success`` of the latest training episodes (a deque)."""
+        return self.model.ep_success_buffer
+
+    def get_vec_normalize_env(self) -> VecNormalize | None:
+        """The ``VecNormalize`` the learner's env goes through, or None."""
+        return self.model.get_vec_normalize_env()
 
     def learn(
         self,
@@ -294,7 +360,7 @@ class HER:
 
     def set_env(self, env: gym.Env | VecEnv | str, force_reset: bool = True) -> None:
         """Give the learner (and relabeling) a new goal env of the same task."""
-        learner_env = self._prepare_env(env)
+        learner_env = self._use_env(env)
         self.model.set_env(learner_env, force_reset=force_reset)
         self.replay_buffer.set_env(self._goal_env)
         if force_reset:
@@ -319,20 +385,7 @@ class HER:
         if path.suffix == "":
             path = path.with_suffix(".zip")
         self.model.save(path, exclude=exclude)
-        metadata = {
-            "format": "her_wrap",
-            "version": FORMAT_VERSION,
-            "model_class": _qualified_name(self.model_class),
-            "policy": self.policy if isinstance(self.policy, str) else _qualified_name(self.policy),
-            "flat": self.flat,
-            "layout": None if self.layout is None else self.layout.to_dict(),
-            "her": {**self.settings.to_dict(), "store_infos": self.store_infos},
-            "normalize": self.normalize_kwargs,
-        }
-        with zipfile.ZipFile(path, "a") as archive:
-            archive.writestr(METADATA_NAME, json.dumps(metadata, indent=2))
-            if self.normalizer is not None:
-                archive.writestr(NORMALIZER_NAME, pickle.dumps(detached_normalizer(self.normalizer)))
+        write_her_members(path, self._saved(), self.normalizer)
 
     @classmethod
     def load(
@@ -359,31 +412,19 @@ class HER:
         path = pathlib.Path(path)
         if not path.exists() and path.with_suffix(".zip").exists():
             path = path.with_suffix(".zip")
-        metadata = read_metadata(path)
+        saved = read_saved_her(path)
+        normalizer = read_normalizer(path)
+        if normalizer is not None:
+            normalizer.training = normalize_training
         her = cls.__new__(cls)
-        her.model_class = _import_qualified(metadata["model_class"])
-        her.policy = metadata["policy"]
-        her.flat = bool(metadata["flat"])
-        her_settings = dict(metadata["her"])
-        her.store_infos = bool(her_settings.pop("store_infos", True))
-        her.settings = HindsightSettings.from_dict(her_settings)
-        her.layout = (
-            None if metadata["layout"] is None else GoalObservationLayout.from_dict(metadata["layout"])
-        )
-        saved_layout = her.layout
-        her.normalize_kwargs = metadata.get("normalize")
-        her.normalizer = read_normalizer(path)
-        if her.normalizer is not None:
-            her.normalizer.training = normalize_training
-        her.normalizes_observations = her.normalizer is not None
-        her._goal_env = None
-        learner_env = her._prepare_env(env) if env is not None else None
-        if her.flat and saved_layout is not None and her.layout != saved_layout:
+        her._configure(saved, normalizer)
+        learner_env = her._use_env(env) if env is not None else None
+        if her.flat and saved.layout is not None and her.layout != saved.layout:
             raise ValueError(
                 f"The env's goal observation layout {her.layout} differs from the saved model's "
-                f"{saved_layout}: pass an env of the task the model was trained on."
+                f"{saved.layout}: pass an env of the task the model was trained on."
             )
-        her.layout = saved_layout
+        her.layout = saved.layout
         try:
             her.model = her._learner_class().load(
                 path, env=learner_env, custom_objects=custom_objects, **kwargs
@@ -419,64 +460,6 @@ class HER:
         self._attach_batch_source()
 
 
-def read_metadata(path: str | pathlib.Path) -> dict[str, Any]:
-    """The HER settings stored in a model zip.
-
-    :raises ValueError: when the file is not a zip written by :meth:`HER.save`
-    """
-    try:
-        with zipfile.ZipFile(path) as archive:
-            if METADATA_NAME not in archive.namelist():
-                raise ValueError(
-                    f"{path} is not a her_wrap model (no {METADATA_NAME} inside): load plain SB3 models with "
-                    "their own class, e.g. SAC.load(path)."
-                )
-            metadata = json.loads(archive.read(METADATA_NAME))
-    except (zipfile.BadZipFile, IsADirectoryError) as error:
-        raise ValueError(
-            f"{path} is not a her_wrap model (not a zip file): pass a file written by HER.save."
-        ) from error
-    except FileNotFoundError as error:
-        raise ValueError(f"{path} does not exist: pass the path given to HER.save.") from error
-    if metadata.get("format") != "her_wrap" or metadata.get("version", 0) > FORMAT_VERSION:
-        raise ValueError(
-            f"{path} has an unknown her_wrap format {metadata.get('version')}: upgrade her_wrap."
-        )
-    return metadata
-
-
-def read_normalizer(path: str | pathlib.Path) -> VecNormalize | None:
-    """The ``VecNormalize`` statistics stored in a model zip (without an env), or None."""
-    with zipfile.ZipFile(path) as archive:
-        if NORMALIZER_NAME not in archive.namelist():
-            return None
-        normalizer = pickle.loads(archive.read(NORMALIZER_NAME))
-    if not isinstance(normalizer, VecNormalize):
-        raise ValueError(
-            f"{path} holds a {type(normalizer).__name__} as {NORMALIZER_NAME}, not a VecNormalize."
-        )
-    return detached_normalizer(normalizer)
-
-
-def detached_normalizer(normalizer: VecNormalize) -> VecNormalize:
-    """A copy of a ``VecNormalize``'s statistics and settings without its env (``set_venv`` gives it one).
-
-    Unlike an unpickled ``VecNormalize``, the copy pickles again (``VecNormalize.load`` reads it) and
-    normalizes observations on its own (what ``predict`` needs without an env).
-    """
-    state = {
-        key: value
-        for key, value in vars(normalizer).items()
-        if key not in ("venv", "class_attributes", "returns")
-    }
-    clone = VecNormalize.__new__(VecNormalize)
-    clone.__setstate__(copy.deepcopy(state))
-    # What VecNormalize.__getstate__ drops; set_venv sets both anew.
-    clone.class_attributes = {}
-    clone.returns = np.zeros(0)
-    return clone
-
-
 def make_goal_env(env_id: str, **env_kwargs: Any) -> gym.Env:
     """``gymnasium.make`` for goal envs, registering her_wrap's, gymnasium-robotics' and panda-gym's ids."""
     import her_wrap.envs  # noqa: F401  (registers the bit-flipping ids)
@@ -500,67 +483,14 @@ def _register_optional(env_id: str) -> None:
         ) from error
 
 
-def _check_goal_space(space: spaces.Space) -> None:
-    if not isinstance(space, spaces.Dict):
-        raise ValueError(
-            f"This VecEnv has {type(space).__name__} observations: HER needs the goal dict to relabel. "
-            "Build the VecEnv from the goal envs themselves; HER flattens for MlpPolicy."
-        )
-    missing = {"observation", "achieved_goal", "desired_goal"} - set(space.spaces)
-    if missing:
-        raise ValueError(
-            f"The VecEnv's observations lack the goal keys {sorted(missing)} (it has {sorted(space.spaces)}): "
-            "HER needs dict observations with observation, achieved_goal and desired_goal."
-        )
-    if space["achieved_goal"].shape != space["desired_goal"].shape:
-        raise ValueError(
-            f"achieved_goal {space['achieved_goal'].shape} and desired_goal {space['desired_goal'].shape} "
-            "differ in shape: a relabeled goal must fit where the desired goal goes."
-        )
-
-
-def _normalize_kwargs(normalize: bool | dict[str, Any], gamma: float | None) -> dict[str, Any] | None:
-    """``VecNormalize`` arguments for ``normalize=``, or None for no normalization."""
-    if normalize is False or normalize is None:
-        return None
-    if normalize is True:
-        normalize = {}
-    if not isinstance(normalize, dict):
-        raise TypeError(
-            f"normalize must be True, False or a dict of VecNormalize arguments, got {normalize!r}."
-        )
-    for key in ("venv", "training"):
-        if key in normalize:
-            raise ValueError(
-                f"normalize sets no {key!r}: HER builds the VecNormalize around its env and trains it."
-            )
-    kwargs = {**DEFAULT_NORMALIZE_KWARGS, **normalize}
-    if gamma is not None:
-        kwargs.setdefault("gamma", gamma)  # discount of the return whose scale norm_reward divides by
-    return kwargs
-
-
 def _is_dict_policy(policy: str | type) -> bool:
     name = policy if isinstance(policy, str) else getattr(policy, "__name__", "")
     return "MultiInput" in name
 
 
-def _qualified_name(obj: Any) -> str:
-    return f"{obj.__module__}:{obj.__qualname__}"
-
-
-def _import_qualified(name: str) -> Any:
-    module, _, qualname = name.partition(":")
-    target: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        target = getattr(target, part)
-    return target
-
-
 __all__ = [
     "DEFAULT_NORMALIZE_KWARGS",
     "HER",
-    "BaseAlgorithm",
     "make_goal_env",
     "read_metadata",
     "read_normalizer",
