@@ -9,7 +9,7 @@ One job per module:
   :mod:`~her_wrap.runs.model_factory` (a ``HER`` agent from a config);
 - files of a run: :mod:`~her_wrap.runs.run_layout` (``logs/her/ENV_ID_N``), :mod:`~her_wrap.runs.atomic`
   (files a kill cannot corrupt), :mod:`~her_wrap.runs.checkpoints`;
-- training: :mod:`~her_wrap.runs.evaluation` (greedy success rate), :mod:`~her_wrap.runs.callbacks`;
+- training: :mod:`~her_wrap.runs.callbacks` (greedy evaluations with :mod:`her_wrap.sb3.evaluation`);
 - the subcommands: :mod:`~her_wrap.runs.train`, :mod:`~her_wrap.runs.enjoy`, :mod:`~her_wrap.runs.plot`,
   :mod:`~her_wrap.runs.optimize` (with :mod:`~her_wrap.runs.search_spaces`), and
   :mod:`~her_wrap.runs.cli`, which dispatches to them and turns :class:`~her_wrap.runs.errors.UsageError`

@@ -17,7 +17,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from her_wrap.runs.atomic import atomic_write
 from her_wrap.runs.checkpoints import save_agent, save_checkpoint
-from her_wrap.runs.evaluation import EvaluationResult, evaluate_agent
+from her_wrap.sb3.evaluation import EvaluationResult, evaluate_agent
 
 
 def _next_multiple(value: int, step: int) -> int:

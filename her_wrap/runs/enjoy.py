@@ -22,8 +22,8 @@ from her_wrap.runs.checkpoints import (
 from her_wrap.runs.config import RunConfig, load_run_config
 from her_wrap.runs.env_factory import check_env_id, ensure_registered, make_vec_goal_env
 from her_wrap.runs.errors import UsageError
-from her_wrap.runs.evaluation import EvaluationResult, evaluate_agent
 from her_wrap.runs.run_layout import RunLayout, find_run
+from her_wrap.sb3.evaluation import EvaluationResult, evaluate_agent
 
 #: Seed of the episodes when ``--seed`` is not given (different from training's evaluation episodes).
 DEFAULT_ENJOY_SEED = 20_000

@@ -1,16 +1,104 @@
-"""Greedy success rate of a goal-conditioned policy on fresh episodes."""
+"""Greedy success rate (and return, length) of a goal-conditioned agent on fresh episodes.
+
+One evaluator serves the tests, the scripts and ``her-wrap train / enjoy / optimize``: SB3's
+``evaluate_policy`` runs the episodes, and ``info["is_success"]`` of each episode's last step is recorded.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """Episodes of one evaluation.
+
+    :param returns: undiscounted return of each episode
+    :param lengths: steps of each episode
+    :param successes: ``info["is_success"]`` at the end of each episode
+    """
+
+    returns: list[float]
+    lengths: list[int]
+    successes: list[bool]
+
+    @property
+    def success_rate(self) -> float:
+        return float(np.mean(self.successes)) if self.successes else 0.0
+
+    @property
+    def mean_return(self) -> float:
+        return float(np.mean(self.returns)) if self.returns else 0.0
+
+    @property
+    def std_return(self) -> float:
+        return float(np.std(self.returns)) if self.returns else 0.0
+
+    @property
+    def mean_length(self) -> float:
+        return float(np.mean(self.lengths)) if self.lengths else 0.0
+
+    def ranking_key(self) -> tuple[float, float]:
+        """What "best" means: the higher success rate, then the higher mean return."""
+        return (self.success_rate, self.mean_return)
+
+    def summary(self) -> str:
+        """One line: success rate, return and length."""
+        n_successes = sum(bool(success) for success in self.successes)
+        return (
+            f"success rate {self.success_rate:.3f} ({n_successes}/{len(self.successes)} episodes), "
+            f"return {self.mean_return:.2f} +/- {self.std_return:.2f}, length {self.mean_length:.1f}"
+        )
+
+
+def evaluate_agent(
+    agent: Any, eval_env: Any, n_episodes: int, *, deterministic: bool = True, seed: int | None = None
+) -> EvaluationResult:
+    """Run ``n_episodes`` episodes and record return, length and success of each.
+
+    :param agent: anything with ``predict(observation, state, episode_start, deterministic)``: a
+        :class:`her_wrap.HER`, or an SB3 model whose policy takes the env's observations; it receives the
+        env's own (dict) observations
+    :param eval_env: a goal env, or a ``VecEnv`` of them (wrap its envs in ``Monitor`` so that returns are
+        the env's own, not a normalized version); envs report ``is_success``
+    :param n_episodes: episodes to run (>= 1)
+    :param deterministic: greedy actions (``True``) or sampled ones
+    :param seed: seed of the first reset (the next resets continue its random stream); None continues the
+        env's stream
+    """
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
+
+    if n_episodes < 1:
+        raise ValueError(f"n_episodes must be >= 1, got {n_episodes}.")
+    venv = eval_env if isinstance(eval_env, VecEnv) else DummyVecEnv([lambda: eval_env])
+    if seed is not None:
+        venv.seed(seed)
+    successes: list[bool] = []
+
+    def record_success(locals_: dict[str, Any], _globals: dict[str, Any]) -> None:
+        if locals_["done"]:
+            successes.append(bool(np.asarray(locals_["info"].get("is_success", False))))
+
+    returns, lengths = evaluate_policy(
+        agent,
+        venv,
+        n_eval_episodes=n_episodes,
+        deterministic=deterministic,
+        return_episode_rewards=True,
+        callback=record_success,
+        warn=False,
+    )
+    assert isinstance(returns, list) and isinstance(lengths, list)
+    return EvaluationResult([float(value) for value in returns], [int(value) for value in lengths], successes)
 
 
 def success_rate(
     model: Any,
-    env: gym.Env,
+    env: Any,
     n_episodes: int = 100,
     *,
     seed: int | None = None,
@@ -18,24 +106,12 @@ def success_rate(
 ) -> float:
     """Share of ``n_episodes`` fresh episodes that end with ``info["is_success"]`` true.
 
-    :param model: anything with ``predict(dict_observation, deterministic=...)``: a :class:`~her_wrap.HER`,
-        or an SB3 model whose policy takes the env's dict observations
-    :param env: a goal env (dict observations), not vectorized
+    :param model: anything with ``predict``: a :class:`~her_wrap.HER`, or an SB3 model whose policy takes
+        the env's dict observations
+    :param env: a goal env (dict observations) or a VecEnv of them
     :param n_episodes: episodes to run
     :param seed: seed of the first reset (the next resets continue its random stream)
     :param deterministic: greedy actions (the default) or sampled ones
     :return: success rate in [0, 1]
     """
-    if n_episodes < 1:
-        raise ValueError(f"n_episodes must be >= 1, got {n_episodes}.")
-    successes = 0
-    observation, info = env.reset(seed=seed)
-    for _ in range(n_episodes):
-        done = False
-        while not done:
-            action, _ = model.predict(observation, deterministic=deterministic)
-            observation, _, terminated, truncated, info = env.step(action)
-            done = terminated or truncated
-        successes += bool(np.asarray(info.get("is_success", False)))
-        observation, info = env.reset()
-    return successes / n_episodes
+    return evaluate_agent(model, env, n_episodes, deterministic=deterministic, seed=seed).success_rate
