@@ -1,4 +1,10 @@
-"""Learner settings that are known to work, for examples, tests and benchmarks."""
+"""Learner settings that are known to work, as keyword arguments of ``HER(...)``, for code and scripts.
+
+The tuned robotics settings live in ``configs/her.yml`` (what ``her-wrap train`` reads); the robotics
+presets here are the same entries as Python values, and ``tests/test_presets.py`` keeps them equal. The
+bit-flipping presets are the HER paper's settings (and their 50-bit variant) used by the demo, the tests
+and the learning benchmark, which run outside the config files.
+"""
 
 from __future__ import annotations
 
