@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
@@ -18,6 +18,9 @@ from stable_baselines3.common.callbacks import BaseCallback
 from her_wrap.runs.atomic import atomic_write
 from her_wrap.runs.checkpoints import save_agent, save_checkpoint
 from her_wrap.sb3.evaluation import EvaluationResult, evaluate_agent
+
+if TYPE_CHECKING:
+    from her_wrap.sb3.her import HER
 
 
 def _next_multiple(value: int, step: int) -> int:
@@ -45,7 +48,7 @@ class SuccessEvalCallback(BaseCallback):
 
     def __init__(
         self,
-        agent: Any,
+        agent: HER,
         eval_env: Any,
         *,
         eval_freq: int,
@@ -126,7 +129,7 @@ class CheckpointCallback(BaseCallback):
     :param verbose: 1 prints each checkpoint
     """
 
-    def __init__(self, agent: Any, run_dir: Path, save_freq: int, verbose: int = 1):
+    def __init__(self, agent: HER, run_dir: Path, save_freq: int, verbose: int = 1):
         super().__init__(verbose=verbose)
         self.agent = agent
         self.run_dir = run_dir

@@ -16,11 +16,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from her_wrap.runs.atomic import atomic_write
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.run_layout import RunLayout, layout_of
+
+if TYPE_CHECKING:
+    from her_wrap.sb3.her import HER
 
 _CHECKPOINT = re.compile(r"^rl_model_(\d+)_steps\.zip$")
 
@@ -56,7 +59,7 @@ def checkpoint_timesteps(run_dir: Path) -> list[int]:
     )
 
 
-def save_agent(agent: Any, model_path: Path, *, replay_buffer_path: Path | None = None) -> None:
+def save_agent(agent: HER, model_path: Path, *, replay_buffer_path: Path | None = None) -> None:
     """Save an agent (and optionally its replay buffer), every file atomically, the zip last.
 
     :param agent: a :class:`her_wrap.HER`
@@ -68,7 +71,7 @@ def save_agent(agent: Any, model_path: Path, *, replay_buffer_path: Path | None 
     atomic_write(model_path, lambda path: agent.save(str(path)))
 
 
-def save_normalizer(agent: Any, path: Path) -> bool:
+def save_normalizer(agent: HER, path: Path) -> bool:
     """Write the agent's normalization statistics as a ``VecNormalize`` pickle (the zoo's
     ``vecnormalize.pkl``, for tools that read it; HER itself keeps them in the agent's zip).
 
@@ -81,7 +84,7 @@ def save_normalizer(agent: Any, path: Path) -> bool:
     return True
 
 
-def save_checkpoint(agent: Any, run_dir: Path, timesteps: int) -> SavedAgent:
+def save_checkpoint(agent: HER, run_dir: Path, timesteps: int) -> SavedAgent:
     """Write the checkpoint at ``timesteps`` and drop the replay buffers of older checkpoints.
 
     :param agent: a :class:`her_wrap.HER`

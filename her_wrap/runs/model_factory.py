@@ -13,13 +13,16 @@ Config values are plain data; this module turns the few that stand for Python ob
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from her_wrap.runs.config import RunConfig, hindsight_settings
 from her_wrap.runs.errors import UsageError
 from her_wrap.sb3.learners import DISCRETE_ACTION_LEARNERS
+
+if TYPE_CHECKING:
+    from her_wrap.sb3.her import HER
 
 _ACTIVATIONS = ("ReLU", "Tanh", "ELU", "LeakyReLU", "GELU", "SiLU", "Sigmoid")
 _OPTIMIZERS = ("Adam", "AdamW", "SGD", "RMSprop")
@@ -116,7 +119,7 @@ def build_agent(
     verbose: int = 1,
     device: str = "auto",
     tensorboard_log: str | None = None,
-) -> Any:
+) -> HER:
     """Create a fresh HER agent for a config.
 
     :param config: the validated config entry

@@ -35,7 +35,7 @@ class PrioritizedSource:
         return min(1.0, self.beta0 + (1.0 - self.beta0) * progress)
 
     def draw(self, model: Any, batch_size: int) -> tuple[Samples, th.Tensor | None]:
-        batch = self.buffer.sample_batch(batch_size, model._vec_normalize_env, beta=self.beta(model))
+        batch = self.buffer.sample_batch(batch_size, model.get_vec_normalize_env(), beta=self.beta(model))
         self._indexes = batch.indexes
         return batch.samples, batch.weights
 
@@ -63,7 +63,7 @@ class LaBERSource:
         functor = self._functors.get(batch_size)
         if functor is None:
             functor = self._functors[batch_size] = self.variant(batch_size, self.m, seed=self.rng)
-        large = self.buffer.sample_batch(batch_size * self.m, model._vec_normalize_env).samples
+        large = self.buffer.sample_batch(batch_size * self.m, model.get_vec_normalize_env()).samples
         priorities = td_abs(model, large)
         picked = functor(priorities=priorities)
         index = th.as_tensor(picked["indexes"], device=model.device)
