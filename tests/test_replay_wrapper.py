@@ -6,7 +6,6 @@ episode is distinct and tells which step a sampled transition (or a relabeled go
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -21,14 +20,19 @@ GOAL = [1.0, 1.0, 1.0]
 ENV = BitFlippingEnv(n_bits=3)
 
 
-def learner_buffer(env: BitFlippingEnv) -> SimpleNamespace:
-    """What the wrapper reads from the learner's own buffer: size, spaces, device, env count."""
-    return SimpleNamespace(
-        buffer_size=64,
-        observation_space=env.observation_space,
-        action_space=env.action_space,
+def wrapper(
+    env: BitFlippingEnv, settings: HindsightSettings, store_infos: bool | None = None
+) -> HindsightExperienceReplayWrapper:
+    """A 64-row buffer for dict observations of ``env``, rewarding relabeled goals with its compute_reward."""
+    return HindsightExperienceReplayWrapper(
+        64,
+        env.observation_space,
+        env.action_space,
+        env,
         device="cpu",
-        n_envs=1,
+        settings=settings,
+        store_infos=store_infos,
+        seed=0,
     )
 
 
@@ -70,9 +74,7 @@ def rows(samples: Any, part: str, key: str) -> np.ndarray:
 
 def test_relabeled_success_terminates_although_the_original_step_was_truncated():
     """One truncated step 000 -> 100: with goal 100 it is a success (done 1); with goal 111 it bootstraps."""
-    buffer = HindsightExperienceReplayWrapper(
-        learner_buffer(ENV), ENV, settings=HindsightSettings(4, "final"), seed=0
-    )
+    buffer = wrapper(ENV, HindsightSettings(4, "final"))
     add_episode(buffer, [[0, 0, 0], [1, 0, 0]], ends_by="truncation")
     samples = buffer.sample(100)
     pairs = {
@@ -82,18 +84,14 @@ def test_relabeled_success_terminates_although_the_original_step_was_truncated()
 
 
 def test_truncated_step_keeps_the_bootstrap():
-    buffer = HindsightExperienceReplayWrapper(
-        learner_buffer(ENV), ENV, settings=HindsightSettings(0, "future"), seed=0
-    )
+    buffer = wrapper(ENV, HindsightSettings(0, "future"))
     add_episode(buffer, [[0, 0, 0], [1, 0, 0], [1, 1, 0]], ends_by="truncation")
     assert not buffer.sample(50).dones.any()
 
 
 def test_relabeled_failure_does_not_terminate_although_the_original_step_did():
     """000 -> 100 -> 110 -> 111 reaches the goal; its last step relabeled with goal 100 or 110 fails."""
-    buffer = HindsightExperienceReplayWrapper(
-        learner_buffer(ENV), ENV, settings=HindsightSettings(4, "episode"), seed=0
-    )
+    buffer = wrapper(ENV, HindsightSettings(4, "episode"))
     add_episode(buffer, [[0, 0, 0], [1, 0, 0], [1, 1, 0], [1, 1, 1]], ends_by="termination")
     samples = buffer.sample(300)
     last_step = (rows(samples, "observations", "observation") == [1, 1, 0]).all(axis=1)
@@ -112,9 +110,7 @@ def test_vec_normalize_applies_to_relabeled_goals():
     def normalized(goal: list[float]) -> np.ndarray:
         return (np.array(goal) - mean) / np.sqrt(var + venv.epsilon)
 
-    buffer = HindsightExperienceReplayWrapper(
-        learner_buffer(ENV), ENV, settings=HindsightSettings(4, "final"), seed=0
-    )
+    buffer = wrapper(ENV, HindsightSettings(4, "final"))
     add_episode(buffer, [[0, 0, 0], [1, 0, 0]], ends_by="truncation")
     desired = np.unique(rows(buffer.sample(100, env=venv), "observations", "desired_goal").round(5), axis=0)
     expected = np.unique(np.stack([normalized(GOAL), normalized([1, 0, 0])]).round(5), axis=0)
@@ -148,9 +144,7 @@ class InfoRecordingBitFlippingEnv(BitFlippingEnv):
 
 def test_infos_reach_compute_reward_by_reference():
     env = InfoRecordingBitFlippingEnv()
-    buffer = HindsightExperienceReplayWrapper(
-        learner_buffer(env), env, settings=HindsightSettings(4, "future"), seed=0
-    )
+    buffer = wrapper(env, HindsightSettings(4, "future"), store_infos=True)
     added = [{"step": 0}, {"step": 1}]
     add_episode(buffer, [[0, 0, 0], [1, 0, 0], [1, 1, 0]], ends_by="truncation", infos=added)
     buffer.sample(20)
@@ -191,9 +185,7 @@ RELABELED_GOALS_OF_FIRST_EPISODE = {
 @pytest.mark.parametrize("strategy", list(RELABELED_GOALS_OF_FIRST_EPISODE))
 def test_strategy_picks_goals_among_the_achieved_goals_it_names(strategy):
     """Episodes 000 -> 100 -> 110 and 001 -> 011: only ``random`` borrows a goal from the other one."""
-    buffer = HindsightExperienceReplayWrapper(
-        learner_buffer(ENV), ENV, settings=HindsightSettings(4, strategy), seed=0
-    )
+    buffer = wrapper(ENV, HindsightSettings(4, strategy))
     add_episode(buffer, [[0, 0, 0], [1, 0, 0], [1, 1, 0]], ends_by="truncation")
     add_episode(buffer, [[0, 0, 1], [0, 1, 1]], ends_by="truncation")
     samples = buffer.sample(400)

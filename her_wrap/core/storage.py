@@ -96,19 +96,56 @@ class EpisodeStorage:
         rows = (self.n_rows, self.n_envs)
         # Fields of one dtype and at most one dimension share one array, so that reading a batch is one
         # copy per dtype rather than one per field; `observations` and `steps` hold views into them.
-        self.observation_groups, self.observations = _packed_fields(rows, self.observation_specs)
-        self.step_groups, self.steps = _packed_fields(rows, self.step_specs)
+        self.observation_groups = _packed_groups(rows, self.observation_specs)
+        self.step_groups = _packed_groups(rows, self.step_specs)
         self.infos: np.ndarray | None = np.empty(rows, dtype=object) if store_infos else None
         # Step of the transition stored in a row; -1 when the row holds only an observation.
         self.step_index = np.full(rows, -1, dtype=np.int32)
         # Transitions of the row's episode once it has ended; 0 while it is in progress.
         self.episode_length = np.zeros(rows, dtype=np.int32)
         self.written = np.zeros(self.n_envs, dtype=np.int64)
-        self._expected_shapes: dict[tuple[int, int], dict[str, tuple[int, ...]]] = {}
+        self._make_views()
         # Absolute first row of the episode in progress in each column, -1 when none is open.
         self.open_start = np.full(self.n_envs, -1, dtype=np.int64)
         self.n_transitions = 0  # complete transitions of episodes whose first row is still stored
         self.n_finished_transitions = 0  # the same, counting only episodes that have ended
+
+    def _make_views(self) -> None:
+        """Per-field views into the packed arrays, and the flat writers :meth:`add` uses.
+
+        Views are rebuilt here rather than pickled: a pickled view comes back as a copy of its own, and
+        writes through it would no longer reach the array that sampling reads.
+        """
+        self.observations = _field_views(self.observation_groups)
+        self.steps = _field_views(self.step_groups)
+        self._observation_writers = _flat_writers(self.observation_groups)
+        self._step_writers = _flat_writers(self.step_groups)
+        self._expected_shapes: dict[tuple[int, int], list[tuple[str, tuple[int, ...]]]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for name in ("observations", "steps", "_observation_writers", "_step_writers", "_expected_shapes"):
+            del state[name]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._make_views()
+
+    @property
+    def stores_infos(self) -> bool:
+        """Whether info dicts are kept."""
+        return self.infos is not None
+
+    def store_infos(self, keep: bool) -> None:
+        """Start or stop keeping info dicts: stopping frees them; rows stored before a start hold None.
+
+        :param keep: whether :meth:`add` keeps the info dict of each step from now on
+        """
+        if keep and self.infos is None:
+            self.infos = np.empty((self.n_rows, self.n_envs), dtype=object)
+        elif not keep:
+            self.infos = None
 
     # ------------------------------------------------------------------ geometry
     def oldest(self, columns: np.ndarray | int) -> np.ndarray:
@@ -177,16 +214,18 @@ class EpisodeStorage:
     def _prepare_row(self, column: int, absolute: int, report: AddReport) -> int:
         """Free ring slot of ``absolute`` for a new row; invalidate the episode whose start it held."""
         ring = absolute % self.n_rows
+        slot = ring * self.n_envs + column
+        step_index = self.step_index.reshape(-1)
         # Rows are overwritten in absolute order, so a row whose episode started earlier lost its
         # episode when that first row went: only overwriting a first row invalidates anything.
-        if absolute >= self.n_rows and self.step_index[ring, column] == 0:
-            old_length = int(self.episode_length[ring, column])
+        if absolute >= self.n_rows and step_index[slot] == 0:
+            old_length = int(self.episode_length.reshape(-1)[slot])
             self.n_transitions -= old_length
             self.n_finished_transitions -= old_length
             rest = np.arange(absolute, absolute + old_length) % self.n_rows
             report.cleared.extend((rest * self.n_envs + column).tolist())
-        self.step_index[ring, column] = -1
-        self.episode_length[ring, column] = 0
+        step_index[slot] = -1
+        self.episode_length.reshape(-1)[slot] = 0
         return ring
 
     def _check_room(self, column: int, extra_rows: int) -> None:
@@ -217,40 +256,48 @@ class EpisodeStorage:
         :param infos: one info dict per column, stored by reference when ``store_infos``
         :return: what changed, for side tables (priorities, frozen goals)
         """
-        done = np.asarray(done, dtype=bool).reshape(self.n_envs)
-        # Check everything first, so a bad call leaves the stored data as it was.
-        for column in range(self.n_envs):
-            self._check_room(column, 2 if self.open_start[column] < 0 else 1)
+        n_envs, n_rows = self.n_envs, self.n_rows
+        if type(done) is not np.ndarray or done.shape != (n_envs,) or done.dtype != np.bool_:
+            done = np.asarray(done, dtype=bool).reshape(n_envs)
+        written, open_start = self.written, self.open_start
+        # Every check runs before the first write: bad input leaves the buffer as it was.
+        for column in range(n_envs):
+            start = open_start[column]
+            if start >= 0 and written[column] + 1 - start > n_rows:
+                self._check_room(column, 1)
         observation = self._check_fields(observation, self.observation_specs, "observation")
         next_observation = self._check_fields(next_observation, self.observation_specs, "next_observation")
         step = self._check_fields(step, self.step_specs, "step")
-        # Every check runs before the first write: bad input leaves the buffer as it was.
-        self._check_infos(infos, self.n_envs, "one info dict per env column")
+        self._check_infos(infos, n_envs, "one info dict per env column")
         report = AddReport()
-        for column in range(self.n_envs):
-            if self.open_start[column] < 0:
-                absolute = int(self.written[column])
-                ring = self._prepare_row(column, absolute, report)
-                for name, values in observation.items():
-                    self.observations[name][ring, column] = values[column]
-                self.open_start[column] = absolute
-                self.written[column] += 1
-            current_abs = int(self.written[column]) - 1
-            ring = current_abs % self.n_rows
-            for name, values in step.items():
-                self.steps[name][ring, column] = values[column]
-            if self.infos is not None:
-                self.infos[ring, column] = None if infos is None else infos[column]
-            self.step_index[ring, column] = current_abs - self.open_start[column]
-            report.new_transitions.append(ring * self.n_envs + column)
-            self.n_transitions += 1
-            next_abs = current_abs + 1
-            next_ring = self._prepare_row(column, next_abs, report)
-            for name, values in next_observation.items():
-                self.observations[name][next_ring, column] = values[column]
-            self.written[column] += 1
+        step_index = self.step_index.reshape(-1)
+        stored_infos = None if self.infos is None else self.infos.reshape(-1)
+        # One write per field and column into flat (n_rows * n_envs, width) views: slot = ring * n_envs + column.
+        for column in range(n_envs):
+            start = int(open_start[column])
+            if start < 0:
+                start = int(written[column])
+                slot = self._prepare_row(column, start, report) * n_envs + column
+                for name, flat, index in self._observation_writers:
+                    flat[slot, index] = observation[name][column]
+                open_start[column] = start
+                current = start
+            else:
+                current = int(written[column]) - 1
+            slot = current % n_rows * n_envs + column
+            for name, flat, index in self._step_writers:
+                flat[slot, index] = step[name][column]
+            if stored_infos is not None:
+                stored_infos[slot] = None if infos is None else infos[column]
+            step_index[slot] = current - start
+            report.new_transitions.append(slot)
+            next_slot = self._prepare_row(column, current + 1, report) * n_envs + column
+            for name, flat, index in self._observation_writers:
+                flat[next_slot, index] = next_observation[name][column]
+            written[column] = current + 2
             if done[column]:
                 self._close(column, report)
+        self.n_transitions += n_envs
         return report
 
     def add_episode(
@@ -332,24 +379,23 @@ class EpisodeStorage:
         specs: Mapping[str, FieldSpec],
         what: str,
         leading: int | None = None,
-    ) -> dict[str, np.ndarray]:
+    ) -> Mapping[str, np.ndarray]:
         """Check names and shapes (``(leading, *field shape)``, ``leading`` = n_envs by default); return the
         values reshaped to exactly that shape (a scalar field may come as ``(leading, 1)``)."""
         leading = self.n_envs if leading is None else leading
-        # Fast path of every add: plain arrays of exactly the expected shapes.
-        expected_shapes = self._expected_shapes.get((id(specs), leading))
+        # Fast path of every add: plain arrays of exactly the expected shapes, returned as given.
+        key = (id(specs), leading)
+        expected_shapes = self._expected_shapes.get(key)
         if expected_shapes is None:
-            expected_shapes = {name: (leading, *spec.shape) for name, spec in specs.items()}
-            self._expected_shapes[(id(specs), leading)] = expected_shapes
+            expected_shapes = [(name, (leading, *spec.shape)) for name, spec in specs.items()]
+            self._expected_shapes[key] = expected_shapes
         if len(given) == len(expected_shapes):
-            try:
-                if all(
-                    type(given[name]) is np.ndarray and given[name].shape == shape
-                    for name, shape in expected_shapes.items()
-                ):
-                    return dict(given)
-            except KeyError:
-                pass
+            for name, shape in expected_shapes:
+                value = given.get(name)
+                if type(value) is not np.ndarray or value.shape != shape:
+                    break
+            else:
+                return given
         # Comparing the key views is one set comparison; the sets are built only to word an error.
         if given.keys() != specs.keys():
             missing = set(specs) - set(given)
@@ -450,12 +496,10 @@ class FieldGroup:
         return {prefix + name: rows[:, index] for name, (index, _) in wanted.items()}
 
 
-def _packed_fields(
-    rows: tuple[int, int], specs: Mapping[str, FieldSpec]
-) -> tuple[list[FieldGroup], dict[str, np.ndarray]]:
-    """Allocate the groups of fields and the per-field views into them."""
+def _packed_groups(rows: tuple[int, int], specs: Mapping[str, FieldSpec]) -> list[FieldGroup]:
+    """Allocate the groups of fields: one packed array per dtype for fields of at most one dimension,
+    one array of its own for each field of more dimensions."""
     groups: list[FieldGroup] = []
-    views: dict[str, np.ndarray] = {}
     by_dtype: dict[np.dtype, list[str]] = {}
     for name, spec in specs.items():
         if len(spec.shape) <= 1:
@@ -463,7 +507,6 @@ def _packed_fields(
         else:
             array = np.zeros(rows + spec.shape, dtype=spec.dtype)
             groups.append(FieldGroup(array, {name: (slice(None), spec.shape)}, packed=False))
-            views[name] = array
     for dtype, names in by_dtype.items():
         widths = [int(np.prod(specs[name].shape, dtype=np.int64)) for name in names]
         array = np.zeros((*rows, sum(widths)), dtype=dtype)
@@ -473,7 +516,25 @@ def _packed_fields(
             shape = specs[name].shape
             index: int | slice = start if shape == () else slice(start, start + width)
             members[name] = (index, shape)
-            views[name] = array[:, :, index]
             start += width
         groups.append(FieldGroup(array, members))
-    return groups, views
+    return groups
+
+
+def _field_views(groups: list[FieldGroup]) -> dict[str, np.ndarray]:
+    """Each field as a view of shape ``(n_rows, n_envs, *shape)`` into its group's array."""
+    views: dict[str, np.ndarray] = {}
+    for group in groups:
+        for name, (index, _) in group.members.items():
+            views[name] = group.array[:, :, index] if group.packed else group.array
+    return views
+
+
+def _flat_writers(groups: list[FieldGroup]) -> list[tuple[str, np.ndarray, Any]]:
+    """``(name, flat view, index)`` per field: ``flat[ring * n_envs + column, index] = value`` writes one row."""
+    writers: list[tuple[str, np.ndarray, Any]] = []
+    for group in groups:
+        flat = group.array.reshape(-1, *group.array.shape[2:])
+        for name, (index, _) in group.members.items():
+            writers.append((name, flat, index if group.packed else Ellipsis))
+    return writers

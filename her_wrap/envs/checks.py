@@ -89,18 +89,26 @@ def check_vectorized_reward(
     return rewards.shape == (len(achieved),)
 
 
-@dataclass(frozen=True)
+@dataclass
 class BatchedGoalFunction:
     """A goal function (``compute_reward`` or ``compute_terminated``) that always takes batches.
 
-    Made by :func:`make_vectorized_reward`; picklable when the wrapped function is.
+    Made by :func:`make_vectorized_reward` (decided on sample goals at once), or with ``vectorized=None``
+    to decide at the first call with two rows or more, on the real data of that call: a ``compute_reward``
+    that needs the env reset first (an image observation read from the env's state) is then not mistaken
+    for one that cannot take batches. Picklable when the wrapped function is.
 
     :param function: ``function(achieved_goal, desired_goal, info)``
-    :param vectorized: ``True``: one call per batch; ``False``: one call per row
+    :param vectorized: ``True``: one call per batch; ``False``: one call per row; None: not decided yet
+    :param broadcast_scalar: a single value returned for a whole batch, equal to every row's own value
+        (gymnasium-robotics' ``compute_terminated`` returns ``False``), is broadcast to the rows instead of
+        falling back to one call per row
     """
 
     function: GoalFunction
-    vectorized: bool
+    vectorized: bool | None = None
+    broadcast_scalar: bool = False
+    constant: Any = None
 
     def __call__(self, achieved_goal: npt.ArrayLike, desired_goal: npt.ArrayLike, infos: Any = None) -> Any:
         """Evaluate a batch of goals.
@@ -112,6 +120,66 @@ class BatchedGoalFunction:
         """
         if self.vectorized:
             return self.function(achieved_goal, desired_goal, infos)
+        if self.vectorized is None:
+            return self.decide(achieved_goal, desired_goal, infos)
+        if self.constant is not None:
+            return np.full(len(np.asarray(achieved_goal)), self.constant)
+        return self._rows(achieved_goal, desired_goal, infos)
+
+    def decide(
+        self, achieved_goal: npt.ArrayLike, desired_goal: npt.ArrayLike, infos: Any = None
+    ) -> np.ndarray:
+        """Choose batch or per-row calls on this batch (warning once for per-row) and return its values.
+
+        One row cannot tell a batch from a single goal: such a call is answered row by row and the choice
+        waits for a larger batch. An error raised by the rows too is the function's own: it propagates and
+        nothing is decided.
+        """
+        achieved = np.asarray(achieved_goal)
+        if len(achieved) < 2:
+            return self._rows(achieved_goal, desired_goal, infos)
+        try:
+            batch = np.asarray(self.function(achieved_goal, desired_goal, infos))
+        except Exception:
+            batch = None
+        if batch is not None and batch.shape == (len(achieved),):
+            self.vectorized = True
+            return batch
+        rows = self._rows(achieved_goal, desired_goal, infos)
+        if (
+            self.broadcast_scalar
+            and batch is not None
+            and batch.size == 1
+            and bool(np.all(rows == batch.item()))
+        ):
+            self.constant = batch.item()
+            self.vectorized = False
+            return rows
+        self.vectorized = False
+        warnings.warn(
+            f"{getattr(self.function, '__qualname__', self.function)!s} does not return one value per row for "
+            "a batch of goals; falling back to one call per row, which is slow. "
+            "Fix: make compute_reward accept batched goals (shape (B, goal_dim)) and return shape (B,).",
+            UserWarning,
+            stacklevel=3,
+        )
+        return rows
+
+    def decide_if_clear(self, achieved_goal: npt.ArrayLike, desired_goal: npt.ArrayLike) -> None:
+        """Decide on sample goals only when they leave no doubt; otherwise wait for the first real batch.
+
+        Clear: the batch call returns one value per row, or returns something else while every row call
+        succeeds. A call that raises (a ``compute_reward`` reading env state that exists only after a
+        reset) leaves the choice to the first real batch.
+        """
+        if self.vectorized is not None:
+            return
+        try:
+            self.decide(achieved_goal, desired_goal, None)
+        except Exception:
+            self.vectorized = None
+
+    def _rows(self, achieved_goal: npt.ArrayLike, desired_goal: npt.ArrayLike, infos: Any) -> np.ndarray:
         achieved, desired = np.asarray(achieved_goal), np.asarray(desired_goal)
         rows = [self.function(achieved[i], desired[i], _row_info(infos, i)) for i in range(len(achieved))]
         return np.asarray(rows).reshape(len(achieved))
@@ -126,7 +194,8 @@ def make_vectorized_reward(
     """Wrap ``compute_reward`` so that it takes batches: natively when it can, else one call per row.
 
     The choice is made once, here, by :func:`check_vectorized_reward` on the sample batches; the per-row
-    fallback warns once, here, since it costs one Python call per relabeled transition.
+    fallback warns once, here, since it costs one Python call per relabeled transition. (The replay
+    buffers decide later, on their first real batch: ``BatchedGoalFunction(compute_reward)``.)
 
     :param env_or_compute_reward: a goal env (its ``unwrapped.compute_reward`` is used) or the function
         (``compute_terminated`` works the same way)
@@ -146,6 +215,66 @@ def make_vectorized_reward(
             stacklevel=2,
         )
     return BatchedGoalFunction(compute_reward, vectorized)
+
+
+class _RecordingInfo(dict):
+    """An info dict that notes any read of its content (keys, values, membership, iteration, copies)."""
+
+    def __init__(self, content: Any, reads: list[bool]) -> None:
+        super().__init__(content if isinstance(content, dict) else {})
+        self._reads = reads
+
+    def _note(self) -> None:
+        self._reads[0] = True
+
+
+def _recording(method_name: str) -> Any:
+    method = getattr(dict, method_name)
+
+    def recorded(self: _RecordingInfo, *args: Any, **kwargs: Any) -> Any:
+        self._note()
+        return method(self, *args, **kwargs)
+
+    recorded.__name__ = method_name
+    return recorded
+
+
+for _name in (
+    "__getitem__", "__contains__", "__iter__", "__len__", "__eq__", "__repr__", "__or__", "__reduce_ex__",
+    "get", "keys", "values", "items", "copy", "pop", "setdefault",
+):  # fmt: skip
+    setattr(_RecordingInfo, _name, _recording(_name))
+
+
+def reads_infos(
+    compute_reward: GoalFunction,
+    achieved_goal_batch: npt.ArrayLike,
+    desired_goal_batch: npt.ArrayLike,
+    infos: Any,
+) -> bool | None:
+    """Whether ``compute_reward`` reads the info dicts it is given: one probe call with dicts that record reads.
+
+    A replay buffer keeps every step's info dict only for a ``compute_reward`` that reads them; this tells
+    which. The call gets an object array of dicts (one per row, with the content of ``infos`` when given),
+    the way relabeling passes stored infos.
+
+    :param compute_reward: ``compute_reward(achieved_goal, desired_goal, info)``
+    :param achieved_goal_batch: achieved goals, shape ``(B, ...)``
+    :param desired_goal_batch: desired goals, shape ``(B, ...)``
+    :param infos: ``B`` info dicts whose content the probe dicts carry, or None for empty ones
+    :return: True when it read one; False when it returned without reading any; None when it raised
+        before reading one (undecided: keep the infos to be safe)
+    """
+    achieved = np.asarray(achieved_goal_batch)
+    reads = [False]
+    probes = np.empty(len(achieved), dtype=object)
+    for row in range(len(achieved)):
+        probes[row] = _RecordingInfo(None if infos is None else infos[row], reads)
+    try:
+        compute_reward(achieved_goal_batch, desired_goal_batch, probes)
+    except Exception:
+        return True if reads[0] else None
+    return reads[0]
 
 
 def _resolve_compute_reward(env_or_compute_reward: Any) -> GoalFunction:
