@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.resources
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,17 +16,26 @@ DEFAULT_CONFIG = Path("configs") / "her.yml"
 
 
 def default_config_path() -> Path:
-    """``configs/her.yml`` of the current folder, else the one of the her_wrap checkout being run."""
-    import her_wrap
+    """The config read when ``-c/--conf`` is not given.
 
-    candidates = [
-        Path.cwd() / DEFAULT_CONFIG,
-        Path(her_wrap.__file__).resolve().parent.parent / DEFAULT_CONFIG,
-    ]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    raise UsageError(f"no {DEFAULT_CONFIG} here or in the her_wrap checkout; pass one with -c/--conf")
+    ``configs/her.yml`` of the current folder when there is one (a copy users edit, as in the zoo), else
+    the one shipped with her_wrap: the package ``her_wrap.configs``, which is the checkout's ``configs/``
+    folder in an editable install and a copy inside the installed package otherwise.
+    """
+    local = Path.cwd() / DEFAULT_CONFIG
+    if local.is_file():
+        return local
+    try:
+        shipped = Path(str(importlib.resources.files("her_wrap.configs").joinpath(DEFAULT_CONFIG.name)))
+    except ModuleNotFoundError:
+        # An editable install made before configs/ became the package her_wrap.configs.
+        raise UsageError(
+            f"no {DEFAULT_CONFIG} here and none installed with her_wrap (reinstall it: pip install -e .); "
+            "pass one with -c/--conf"
+        ) from None
+    if not shipped.is_file():
+        raise UsageError(f"no {DEFAULT_CONFIG} here and no {shipped}; pass one with -c/--conf")
+    return shipped
 
 
 def draw_seed() -> int:
