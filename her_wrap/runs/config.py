@@ -55,13 +55,15 @@ from her_wrap.runs.learners import canonical_learner_name, learner_parameters
 from her_wrap.runs.literals import looks_like_python_mapping, parse_python_literal
 from her_wrap.runs.yaml_io import load_yaml_file, parse_yaml
 from her_wrap.sb3.learners import DISCRETE_ACTION_LEARNERS, LEARNERS
+from her_wrap.sb3.update_options import UPDATE_OPTION_NAMES, UpdateOptions
 
 #: Name of the entry merged under every other entry.
 DEFAULT_ENTRY = "default"
 
-#: Keys of the ``her`` section: the hindsight settings (:class:`her_wrap.HindsightSettings`) and HER's
-#: ``store_infos``.
-HER_SETTINGS: tuple[str, ...] = (*SETTING_NAMES, "store_infos")
+#: Keys of the ``her`` section: the hindsight settings (:class:`her_wrap.HindsightSettings`), HER's
+#: ``store_infos`` and its update options (:class:`her_wrap.sb3.update_options.UpdateOptions`; ``clip_target``
+#: may also be ``true``, the return range of -1 / 0 rewards).
+HER_SETTINGS: tuple[str, ...] = (*SETTING_NAMES, "store_infos", *UPDATE_OPTION_NAMES)
 
 #: Keys of an entry that are not learner kwargs.
 RUN_KEYS: tuple[str, ...] = (
@@ -315,8 +317,12 @@ def _validate_her(her: Mapping[str, Any], where: str) -> dict[str, Any]:
             result[key] = _as_integer(result[key], f"her.{key}", where, minimum=0)
     if "store_infos" in result and not isinstance(result["store_infos"], bool):
         raise UsageError(f"{where}: her.store_infos must be true or false, got {result['store_infos']!r}")
+    options = {key: value for key, value in result.items() if key in UPDATE_OPTION_NAMES}
+    if isinstance(options.get("clip_target"), bool):
+        del options["clip_target"]  # true: the bounds follow the learner's gamma (see HER)
     try:
         settings = hindsight_settings(result)
+        UpdateOptions.from_dict(options)
     except ValueError as error:
         raise UsageError(f"{where}: {error}") from None
     # The keys given, with the values the settings made of them ("FUTURE" -> "future").
@@ -325,11 +331,11 @@ def _validate_her(her: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def hindsight_settings(her: Mapping[str, Any]) -> HindsightSettings:
-    """The :class:`HindsightSettings` of a ``her`` section (its ``store_infos`` is HER's, not one of them).
+    """The :class:`HindsightSettings` of a ``her`` section (its other keys are HER's own options).
 
     :raises ValueError: for a bad value
     """
-    return HindsightSettings.from_dict({key: value for key, value in her.items() if key != "store_infos"})
+    return HindsightSettings.from_dict({key: value for key, value in her.items() if key in SETTING_NAMES})
 
 
 def _validate_normalize(value: Any, where: str) -> bool | dict[str, Any]:

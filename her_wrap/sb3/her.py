@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import pathlib
 from typing import Any
 
@@ -30,7 +31,8 @@ from her_wrap.sb3.persistence import (
 )
 from her_wrap.sb3.replay_wrapper import HindsightExperienceReplayWrapper
 from her_wrap.sb3.sources import make_batch_source
-from her_wrap.sb3.weighted import weighted_learner_class
+from her_wrap.sb3.update_options import UpdateOptions
+from her_wrap.sb3.weighted import BatchSource, UniformSource, WeightedTrainMixin, weighted_learner_class
 
 
 class HER:
@@ -72,6 +74,14 @@ class HER:
         ``desired_goal`` goes and gets ``desired_goal``'s). A ``VecNormalize`` passed in ``env`` is used
         as it is (leave ``normalize`` False). Either way the statistics are saved in the model zip,
         restored by :meth:`load` and applied by :meth:`predict` to the env's raw dict observations.
+    :param clip_target: clip the critic's TD target to the range of returns: ``True`` for the -1 / 0
+        rewards of goal envs (``(-1 / (1 - gamma), 0)``), or a ``(low, high)`` pair. Off by default
+    :param action_l2: weight of an L2 penalty on the actor's actions (0: off)
+    :param random_action_prob: probability of a uniformly random action at each exploration step
+        (continuous-action learners; 0: off)
+    :param target_update_per_cycle: move target networks once per ``train()`` call instead of after every
+        gradient step (off by default). See :class:`~her_wrap.sb3.update_options.UpdateOptions` for these
+        four; any of them makes the learner train with HER's weighted train step
     :param model_kwargs: everything else goes to the learner (``learning_rate``, ``buffer_size``,
         ``batch_size``, ``policy_kwargs``, ``seed``, ``verbose``...)
     """
@@ -92,6 +102,10 @@ class HER:
         beta: float = 0.4,
         store_infos: bool = True,
         normalize: bool | dict[str, Any] = False,
+        clip_target: bool | tuple[float, float] = False,
+        action_l2: float = 0.0,
+        random_action_prob: float = 0.0,
+        target_update_per_cycle: bool = False,
         _init_setup_model: bool = True,
         **model_kwargs: Any,
     ) -> None:
@@ -123,6 +137,12 @@ class HER:
                 ),
                 store_infos=store_infos,
                 normalize_kwargs=normalize_kwargs_of(normalize, model_kwargs.get("gamma")),
+                update_options=UpdateOptions(
+                    clip_target=_clip_bounds(clip_target, model_class, model_kwargs.get("gamma")),
+                    action_l2=action_l2,
+                    random_action_prob=random_action_prob,
+                    target_update_per_cycle=target_update_per_cycle,
+                ),
             ),
             normalizer=None,
         )
@@ -132,6 +152,11 @@ class HER:
         self.model: OffPolicyAlgorithm = learner_class(
             policy, learner_env, _init_setup_model=False, **model_kwargs
         )
+        if self.update_options.random_action_prob > 0 and not isinstance(self.model.action_space, gym.spaces.Box):
+            raise ValueError(
+                "random_action_prob applies to continuous actions (SAC, TD3, DDPG, TQC); DQN and QRDQN "
+                "explore with exploration_initial_eps / exploration_final_eps instead."
+            )
         if _init_setup_model:
             self._install_buffer(self._new_replay_buffer())
             self.model._setup_model()
@@ -144,6 +169,7 @@ class HER:
         self.policy_argument = saved.policy
         self.flat = not _is_dict_policy(saved.policy)
         self.settings = saved.settings
+        self.update_options = saved.update_options
         self.store_infos = saved.store_infos
         self.normalize_kwargs = saved.normalize_kwargs
         self.normalizer = normalizer
@@ -159,6 +185,7 @@ class HER:
             settings=self.settings,
             store_infos=self.store_infos,
             normalize_kwargs=self.normalize_kwargs,
+            update_options=self.update_options,
         )
 
     def _use_env(self, env: gym.Env | VecEnv | str) -> Any:
@@ -180,7 +207,8 @@ class HER:
         self.model.replay_buffer = buffer  # type: ignore[assignment]
 
     def _learner_class(self) -> type[OffPolicyAlgorithm]:
-        return weighted_learner_class(self.model_class) if self.settings.weighted else self.model_class
+        weighted = self.settings.weighted or not self.update_options.is_default
+        return weighted_learner_class(self.model_class) if weighted else self.model_class
 
     def _new_replay_buffer(self) -> HindsightExperienceReplayWrapper:
         return HindsightExperienceReplayWrapper.for_learner(
@@ -193,8 +221,12 @@ class HER:
         )
 
     def _attach_batch_source(self) -> None:
-        if hasattr(self.model, "batch_source"):
-            self.model.batch_source = make_batch_source(self.replay_buffer, self.settings)
+        if isinstance(self.model, WeightedTrainMixin):
+            source: BatchSource | None = make_batch_source(self.replay_buffer, self.settings)
+            if source is None and not self.update_options.is_default:
+                source = UniformSource(self.replay_buffer)
+            self.model.batch_source = source
+            self.model.update_options = self.update_options
 
     # ------------------------------------------------------------------ the SB3 model API
     @property
@@ -481,6 +513,19 @@ def _register_optional(env_id: str) -> None:
         raise ValueError(
             f"{env_id} needs the robotics extra ({error.name} is missing): pip install 'her_wrap[robotics]'."
         ) from error
+
+
+def _clip_bounds(
+    clip_target: bool | tuple[float, float], model_class: type | str, gamma: float | None
+) -> tuple[float, float] | None:
+    """``clip_target=`` as bounds: ``True`` is the return range of -1 / 0 rewards under the learner's gamma."""
+    if clip_target is False or clip_target is None:
+        return None
+    if clip_target is True:
+        if gamma is None:
+            gamma = inspect.signature(resolve_model_class(model_class)).parameters["gamma"].default
+        return UpdateOptions.sparse_reward_bounds(float(gamma))  # type: ignore[arg-type]
+    return clip_target
 
 
 def _is_dict_policy(policy: str | type) -> bool:

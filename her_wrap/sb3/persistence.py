@@ -13,7 +13,7 @@ import json
 import pathlib
 import pickle
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from her_wrap.core.settings import HindsightSettings
 from her_wrap.envs.goal_wrapper import GoalObservationLayout
+from her_wrap.sb3.update_options import UpdateOptions
 
 METADATA_NAME = "her_wrap.json"
 NORMALIZER_NAME = "vecnormalize.pkl"
@@ -37,6 +38,7 @@ class SavedHER:
     :param settings: hindsight settings
     :param store_infos: whether info dicts were kept for ``compute_reward``
     :param normalize_kwargs: ``VecNormalize`` arguments of ``normalize=``, or None
+    :param update_options: options of the learner's updates and exploration
     """
 
     model_class: type
@@ -45,6 +47,7 @@ class SavedHER:
     settings: HindsightSettings
     store_infos: bool
     normalize_kwargs: dict[str, Any] | None
+    update_options: UpdateOptions = field(default_factory=UpdateOptions)
 
 
 def write_her_members(path: pathlib.Path, saved: SavedHER, normalizer: VecNormalize | None) -> None:
@@ -58,6 +61,7 @@ def write_her_members(path: pathlib.Path, saved: SavedHER, normalizer: VecNormal
         "layout": None if saved.layout is None else saved.layout.to_dict(),
         "her": {**saved.settings.to_dict(), "store_infos": saved.store_infos},
         "normalize": saved.normalize_kwargs,
+        "updates": saved.update_options.to_dict(),
     }
     with zipfile.ZipFile(path, "a") as archive:
         archive.writestr(METADATA_NAME, json.dumps(metadata, indent=2))
@@ -80,6 +84,7 @@ def read_saved_her(path: str | pathlib.Path) -> SavedHER:
         settings=HindsightSettings.from_dict(her_settings),
         store_infos=store_infos,
         normalize_kwargs=metadata.get("normalize"),
+        update_options=UpdateOptions.from_dict(metadata.get("updates", {})),
     )
 
 

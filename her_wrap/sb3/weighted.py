@@ -47,6 +47,7 @@ from her_wrap.sb3._weighted_losses import (
     twin_critic_loss,
     weighted_mean,
 )
+from her_wrap.sb3.update_options import UpdateOptions
 
 # sb3-contrib is a declared dependency; the guard keeps DQN/SAC/TD3/DDPG working in a slim install.
 try:
@@ -59,6 +60,8 @@ Samples: TypeAlias = ReplayBufferSamples | DictReplayBufferSamples
 
 # Evaluates the critic on a batch: (weighted scalar loss, detached |TD| of each sample, shape (B,)).
 CriticEvaluation: TypeAlias = tuple[th.Tensor, th.Tensor]
+
+_NO_OPTIONS = UpdateOptions()
 
 _SUPPORTED = "DQN, QRDQN (sb3-contrib), SAC, TQC (sb3-contrib), TD3 and DDPG, or subclasses of them"
 
@@ -136,6 +139,24 @@ def _discounts(model: OffPolicyAlgorithm, samples: Samples) -> th.Tensor | float
     return samples.discounts if samples.discounts is not None else model.gamma
 
 
+def _options(model: BaseAlgorithm) -> UpdateOptions:
+    # HER's learners carry their options; a stock SB3 model given to weighted_train has none.
+    options = getattr(model, "update_options", None)
+    return options if isinstance(options, UpdateOptions) else _NO_OPTIONS
+
+
+def _clipped(model: BaseAlgorithm, target: th.Tensor) -> th.Tensor:
+    """The TD target, clipped to the range of returns when :attr:`UpdateOptions.clip_target` is set."""
+    bounds = _options(model).clip_target
+    return target if bounds is None else target.clamp(bounds[0], bounds[1])
+
+
+def _action_penalty(model: BaseAlgorithm, actions_pi: th.Tensor) -> th.Tensor | float:
+    """The L2 penalty on the actor's actions (:attr:`UpdateOptions.action_l2`), 0 when off."""
+    weight = _options(model).action_l2
+    return weight * actions_pi.pow(2).mean() if weight > 0 else 0.0
+
+
 def _entropy_coefficient(model: SAC | sb3_contrib.TQC) -> th.Tensor:
     """The current entropy coefficient (alpha) of SAC or TQC, detached, as their ``train()`` reads it."""
     if model.ent_coef_optimizer is not None and model.log_ent_coef is not None:
@@ -148,6 +169,7 @@ def _dqn_critic(model: DQN, samples: Samples, weights: th.Tensor | None) -> Crit
         next_q_values, _ = model.q_net_target(samples.next_observations).max(dim=1)
         next_q_values = next_q_values.reshape(-1, 1)
         target_q_values = samples.rewards + (1 - samples.dones) * _discounts(model, samples) * next_q_values
+        target_q_values = _clipped(model, target_q_values)
     current_q_values = th.gather(model.q_net(samples.observations), dim=1, index=samples.actions.long())
     per_sample = F.smooth_l1_loss(current_q_values, target_q_values, reduction="none").reshape(-1)
     return weighted_mean(per_sample, weights), mean_abs_td([current_q_values], target_q_values)
@@ -162,6 +184,7 @@ def _qrdqn_critic(model: sb3_contrib.QRDQN, samples: Samples, weights: th.Tensor
         next_greedy_actions = next_greedy_actions.expand(batch_size, model.n_quantiles, 1)
         next_quantiles = next_quantiles.gather(dim=2, index=next_greedy_actions).squeeze(dim=2)
         target_quantiles = samples.rewards + (1 - samples.dones) * _discounts(model, samples) * next_quantiles
+        target_quantiles = _clipped(model, target_quantiles)
     actions = samples.actions[..., None].long().expand(batch_size, model.n_quantiles, 1)
     current_quantiles = th.gather(model.quantile_net(samples.observations), dim=2, index=actions).squeeze(
         dim=2
@@ -180,6 +203,7 @@ def _sac_critic(
         next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
         next_q_values = next_q_values - ent_coef * next_log_prob.reshape(-1, 1)
         target_q_values = samples.rewards + (1 - samples.dones) * _discounts(model, samples) * next_q_values
+        target_q_values = _clipped(model, target_q_values)
     current_q_values = model.critic(samples.observations, samples.actions)
     loss = 0.5 * twin_critic_loss(current_q_values, target_q_values, weights)
     return loss, mean_abs_td(current_q_values, target_q_values)
@@ -203,6 +227,7 @@ def _tqc_critic(
         target_quantiles = (
             samples.rewards + (1 - samples.dones) * _discounts(model, samples) * target_quantiles
         )
+        target_quantiles = _clipped(model, target_quantiles)
         # (B, 1, n_target_quantiles): broadcast against (B, n_critics, n_quantiles).
         target_quantiles = target_quantiles.unsqueeze(dim=1)
     current_quantiles = model.critic(samples.observations, samples.actions)
@@ -220,6 +245,7 @@ def _td3_critic(model: TD3, samples: Samples, weights: th.Tensor | None) -> Crit
         next_q_values = th.cat(model.critic_target(samples.next_observations, next_actions), dim=1)
         next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
         target_q_values = samples.rewards + (1 - samples.dones) * _discounts(model, samples) * next_q_values
+        target_q_values = _clipped(model, target_q_values)
     current_q_values = model.critic(samples.observations, samples.actions)
     loss = twin_critic_loss(current_q_values, target_q_values, weights)
     return loss, mean_abs_td(current_q_values, target_q_values)
@@ -276,6 +302,7 @@ def _train_soft_actor_critic(
         optimizers += [model.ent_coef_optimizer]
     model._update_learning_rate(optimizers)
 
+    per_cycle = _options(model).target_update_per_cycle
     ent_coef_losses, ent_coefs = [], []
     actor_losses, critic_losses = [], []
     for gradient_step in range(gradient_steps):
@@ -306,16 +333,17 @@ def _train_soft_actor_critic(
         model.critic.optimizer.step()
 
         actor_loss = (ent_coef * log_prob - actor_q_values(model, samples, actions_pi)).mean()
+        actor_loss = actor_loss + _action_penalty(model, actions_pi)
         actor_losses.append(actor_loss.item())
         model.actor.optimizer.zero_grad()
         actor_loss.backward()
         model.actor.optimizer.step()
 
-        if gradient_step % model.target_update_interval == 0:
-            polyak_update(model.critic.parameters(), model.critic_target.parameters(), model.tau)
-            # Copy running stats, see stable-baselines3 issue #996.
-            polyak_update(model.batch_norm_stats, model.batch_norm_stats_target, 1.0)
+        if not per_cycle and gradient_step % model.target_update_interval == 0:
+            _update_soft_targets(model)
         _report(source, td)
+    if per_cycle and gradient_steps > 0:
+        _update_soft_targets(model)
 
     model._n_updates += gradient_steps
 
@@ -325,6 +353,20 @@ def _train_soft_actor_critic(
     model.logger.record("train/critic_loss", np.mean(critic_losses))
     if len(ent_coef_losses) > 0:
         model.logger.record("train/ent_coef_loss", np.mean(ent_coef_losses))
+
+
+def _update_soft_targets(model: _SoftModel) -> None:
+    polyak_update(model.critic.parameters(), model.critic_target.parameters(), model.tau)
+    # Copy running stats, see stable-baselines3 issue #996.
+    polyak_update(model.batch_norm_stats, model.batch_norm_stats_target, 1.0)
+
+
+def _update_td3_targets(model: TD3) -> None:
+    polyak_update(model.critic.parameters(), model.critic_target.parameters(), model.tau)
+    polyak_update(model.actor.parameters(), model.actor_target.parameters(), model.tau)
+    # Copy running stats, see stable-baselines3 issue #996.
+    polyak_update(model.critic_batch_norm_stats, model.critic_batch_norm_stats_target, 1.0)
+    polyak_update(model.actor_batch_norm_stats, model.actor_batch_norm_stats_target, 1.0)
 
 
 def _sac_actor_q_values(model: SAC, samples: Samples, actions_pi: th.Tensor) -> th.Tensor:
@@ -344,6 +386,7 @@ def _train_td3(model: TD3, gradient_steps: int, batch_size: int, source: BatchSo
     model.policy.set_training_mode(True)
     model._update_learning_rate([model.actor.optimizer, model.critic.optimizer])
 
+    per_cycle = _options(model).target_update_per_cycle
     actor_losses, critic_losses = [], []
     for _ in range(gradient_steps):
         # TD3 counts before the step: the policy delay below tests the updated count.
@@ -360,17 +403,17 @@ def _train_td3(model: TD3, gradient_steps: int, batch_size: int, source: BatchSo
             # q1_forward is annotated for tensors but, like forward(), takes dict observations too.
             actions_pi = model.actor(samples.observations)
             actor_loss = -model.critic.q1_forward(samples.observations, actions_pi).mean()  # type: ignore[arg-type]
+            actor_loss = actor_loss + _action_penalty(model, actions_pi)
             actor_losses.append(actor_loss.item())
             model.actor.optimizer.zero_grad()
             actor_loss.backward()
             model.actor.optimizer.step()
 
-            polyak_update(model.critic.parameters(), model.critic_target.parameters(), model.tau)
-            polyak_update(model.actor.parameters(), model.actor_target.parameters(), model.tau)
-            # Copy running stats, see stable-baselines3 issue #996.
-            polyak_update(model.critic_batch_norm_stats, model.critic_batch_norm_stats_target, 1.0)
-            polyak_update(model.actor_batch_norm_stats, model.actor_batch_norm_stats_target, 1.0)
+            if not per_cycle:
+                _update_td3_targets(model)
         _report(source, td)
+    if per_cycle and actor_losses:
+        _update_td3_targets(model)
 
     model.logger.record("train/n_updates", model._n_updates, exclude="tensorboard")
     if len(actor_losses) > 0:
@@ -461,12 +504,15 @@ def _evaluate_critic(model: BaseAlgorithm, samples: Samples) -> th.Tensor:
 
 
 class WeightedTrainMixin:
-    """Makes ``train()`` draw batches from :attr:`batch_source` and weight the critic loss per sample.
+    """Makes ``train()`` draw batches from :attr:`batch_source`, weight the critic loss per sample and apply
+    :attr:`update_options`, and makes exploration take random actions when those options ask for it.
 
     With no source set, ``train()`` is the learner's own.
     """
 
     batch_source: BatchSource | None = None
+    update_options: UpdateOptions = _NO_OPTIONS
+    _random_action_rng: np.random.Generator | None = None
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         if self.batch_source is None:
@@ -474,9 +520,33 @@ class WeightedTrainMixin:
             return
         weighted_train(self, gradient_steps, batch_size, self.batch_source)  # type: ignore[arg-type]
 
+    def _sample_action(
+        self, learning_starts: int, action_noise: Any = None, n_envs: int = 1
+    ) -> tuple[np.ndarray, np.ndarray]:
+        actions, buffer_actions = super()._sample_action(learning_starts, action_noise, n_envs)  # type: ignore[misc]
+        probability = self.update_options.random_action_prob
+        if probability > 0:
+            if self._random_action_rng is None:
+                self._random_action_rng = np.random.default_rng(self.seed)  # type: ignore[attr-defined]
+            rng = self._random_action_rng
+            replaced = rng.random(n_envs) < probability
+            if replaced.any():
+                # Uniform in the policy's [-1, 1] scale (what the buffer stores), then in the env's bounds.
+                random_scaled = rng.uniform(-1.0, 1.0, size=(int(replaced.sum()), *buffer_actions.shape[1:]))
+                buffer_actions = buffer_actions.copy()
+                buffer_actions[replaced] = random_scaled.astype(buffer_actions.dtype)
+                actions = self.policy.unscale_action(buffer_actions)  # type: ignore[attr-defined]
+        return actions, buffer_actions
+
     def _excluded_save_params(self) -> list[str]:
-        # The source holds the replay buffer: never pickle it into the model zip.
-        return [*super()._excluded_save_params(), "batch_source"]  # type: ignore[misc]
+        # The source holds the replay buffer: never pickle it into the model zip. The options are saved
+        # by HER beside the model, and the random-action generator is seeded again.
+        return [  # type: ignore[misc]
+            *super()._excluded_save_params(),  # type: ignore[misc]
+            "batch_source",
+            "update_options",
+            "_random_action_rng",
+        ]
 
 
 _WEIGHTED_CLASSES: dict[type, type] = {}

@@ -1,0 +1,173 @@
+"""HER's update options (target clipping, action L2, random actions, target updates per cycle)."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3 import DDPG, DQN, SAC, TD3
+
+import her_wrap.sb3.weighted as weighted
+from her_wrap import HER, BitFlippingEnv
+from her_wrap.sb3.update_options import UpdateOptions
+from her_wrap.sb3.weighted import UniformSource, td_abs, weighted_train
+
+
+def continuous_her(model_class: type = DDPG, **options) -> HER:
+    env = BitFlippingEnv(n_bits=4, continuous=True)
+    model = HER(
+        "MlpPolicy",
+        env,
+        model_class,
+        seed=0,
+        learning_starts=40,
+        batch_size=16,
+        policy_kwargs={"net_arch": [16]},
+        **options,
+    )
+    return model.learn(80)
+
+
+def test_no_option_keeps_the_learners_own_train():
+    model = HER("MlpPolicy", BitFlippingEnv(n_bits=3, continuous=True), SAC)
+    assert type(model.model) is SAC
+
+
+def test_an_option_switches_to_the_weighted_train_step_with_uniform_batches():
+    model = continuous_her(action_l2=1.0)
+    assert isinstance(model.model.batch_source, UniformSource)
+
+
+def test_clip_target_true_is_the_return_range_of_sparse_rewards():
+    model = HER("MlpPolicy", BitFlippingEnv(n_bits=3, continuous=True), TD3, clip_target=True, gamma=0.9)
+    assert model.update_options.clip_target == pytest.approx((-10.0, 0.0))
+
+
+def test_clip_target_true_reads_the_learners_default_gamma():
+    model = HER("MlpPolicy", BitFlippingEnv(n_bits=3, continuous=True), TD3, clip_target=True)
+    gamma = inspect.signature(TD3).parameters["gamma"].default
+    assert model.update_options.clip_target == pytest.approx((-1.0 / (1.0 - gamma), 0.0))
+
+
+@pytest.mark.parametrize("model_class", [DDPG, SAC])
+def test_clipped_targets_stay_in_range(model_class):
+    """Rewards of +100 on terminal steps: unclipped the target is 100, clipped it is 0."""
+    clipped = continuous_her(model_class, clip_target=(-5.0, 0.0))
+    plain = continuous_her(model_class)
+    tds = []
+    for model in (clipped, plain):
+        samples = model.replay_buffer.sample(64)
+        samples = samples._replace(
+            rewards=th.full_like(samples.rewards, 100.0), dones=th.ones_like(samples.dones)
+        )
+        tds.append(td_abs(model.model, samples).mean())
+    assert tds[0] < 10 < 90 < tds[1]
+
+
+def test_action_l2_pulls_actions_towards_zero():
+    means = []
+    for weight in (0.0, 20.0):
+        model = (
+            continuous_her(DDPG, action_l2=weight)
+            if weight
+            else continuous_her(DDPG, clip_target=(-100.0, 100.0))
+        )
+        weighted_train(model.model, 200, 32, UniformSource(model.replay_buffer))
+        observations = model.replay_buffer.sample(256).observations
+        with th.no_grad():
+            means.append(float(model.model.actor(observations).pow(2).mean()))
+    assert means[1] < 0.1 * means[0]
+
+
+def test_random_action_prob_one_replaces_every_action_within_bounds():
+    model = continuous_her(DDPG, random_action_prob=1.0)
+    actions = np.stack([model.model._sample_action(0, None, 1)[0][0] for _ in range(200)])
+    assert (np.abs(actions) <= 1).all() and actions.std(axis=0).min() > 0.4
+
+
+def test_without_random_actions_the_greedy_action_repeats():
+    model = continuous_her(DDPG)
+    actions = np.stack([model.model._sample_action(0, None, 1)[0][0] for _ in range(20)])
+    assert np.ptp(actions, axis=0).max() == 0
+
+
+def test_random_actions_are_refused_for_discrete_learners():
+    with pytest.raises(ValueError, match="random_action_prob applies to continuous actions"):
+        HER("MlpPolicy", BitFlippingEnv(n_bits=3), DQN, random_action_prob=0.3)
+
+
+@pytest.mark.parametrize(("per_cycle", "expected"), [(False, 5), (True, 1)])
+def test_targets_move_once_per_cycle_when_asked(monkeypatch, per_cycle, expected):
+    model = continuous_her(SAC, target_update_per_cycle=per_cycle, action_l2=0.01)
+    moves = []
+    original = weighted.polyak_update
+    monkeypatch.setattr(
+        weighted,
+        "polyak_update",
+        lambda params, targets, tau: moves.append(tau) or original(params, targets, tau),
+    )
+    weighted_train(model.model, 5, 16, UniformSource(model.replay_buffer))
+    # Two polyak calls per target update: the critic's parameters and the batch-norm statistics.
+    assert len(moves) == 2 * expected
+
+
+def test_options_survive_save_and_load(tmp_path):
+    model = continuous_her(
+        TD3, clip_target=True, action_l2=0.5, random_action_prob=0.2, target_update_per_cycle=True
+    )
+    model.save(tmp_path / "model")
+    loaded = HER.load(tmp_path / "model", env=BitFlippingEnv(n_bits=4, continuous=True))
+    assert (loaded.update_options, loaded.model.update_options) == (
+        model.update_options,
+        model.update_options,
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"clip_target": (0.0, -1.0)}, "low < high"),
+        ({"clip_target": "wide"}, "pair"),
+        ({"action_l2": -1}, "action_l2 must be a number >= 0"),
+        ({"random_action_prob": 1.5}, r"random_action_prob must lie in \[0, 1\]"),
+    ],
+)
+def test_bad_option_is_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        UpdateOptions(**options)
+
+
+def test_config_her_section_sets_the_update_options(tmp_path):
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from her_wrap.runs.config import load_run_config
+    from her_wrap.runs.model_factory import build_agent
+
+    path = tmp_path / "her.yml"
+    path.write_text(
+        "BitFlippingContinuous-v0:\n"
+        "  model_class: td3\n  n_timesteps: 100\n  gamma: 0.8\n"
+        "  her: {clip_target: true, action_l2: 1.0, random_action_prob: 0.3, target_update_per_cycle: true}\n"
+    )
+    config = load_run_config(path, "BitFlippingContinuous-v0")
+    agent = build_agent(config, DummyVecEnv([lambda: BitFlippingEnv(n_bits=3, continuous=True)]), seed=0)
+    assert agent.update_options == UpdateOptions(
+        clip_target=UpdateOptions.sparse_reward_bounds(0.8),
+        action_l2=1.0,
+        random_action_prob=0.3,
+        target_update_per_cycle=True,
+    )
+
+
+def test_config_with_a_bad_update_option_is_a_usage_error(tmp_path):
+    from her_wrap.runs.config import load_run_config
+    from her_wrap.runs.errors import UsageError
+
+    path = tmp_path / "her.yml"
+    path.write_text(
+        "BitFlippingContinuous-v0:\n  model_class: td3\n  n_timesteps: 100\n  her: {action_l2: -2}\n"
+    )
+    with pytest.raises(UsageError, match="action_l2 must be a number >= 0"):
+        load_run_config(path, "BitFlippingContinuous-v0")
