@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -139,11 +141,11 @@ def test_base_class_cannot_be_instantiated() -> None:
     ("kwargs", "message"),
     [
         pytest.param({"batch_size": 0}, "batch_size must be an integer >= 1", id="batch-size-zero"),
-        pytest.param({"batch_size": 2.0}, "batch_size must be an integer >= 1", id="batch-size-float"),
+        pytest.param({"batch_size": 2.5}, "batch_size must be an integer >= 1", id="batch-size-fraction"),
         pytest.param({"batch_size": 4, "m": 0}, "m must be an integer >= 1", id="m-zero"),
-        pytest.param({"batch_size": 4, "m": 1.5}, "m must be an integer >= 1", id="m-float"),
-        pytest.param({"batch_size": 4, "eps": 0.0}, "eps must be a finite number > 0", id="eps-zero"),
-        pytest.param({"batch_size": 4, "eps": -1.0}, "eps must be a finite number > 0", id="eps-negative"),
+        pytest.param({"batch_size": 4, "m": 1.5}, "m must be an integer >= 1", id="m-fraction"),
+        pytest.param({"batch_size": 4, "eps": -1.0}, "eps must be a finite number >= 0", id="eps-negative"),
+        pytest.param({"batch_size": 4, "eps": np.nan}, "eps must be a finite number >= 0", id="eps-nan"),
     ],
 )
 def test_constructor_rejects_bad_arguments(kwargs: dict, message: str) -> None:
@@ -181,3 +183,131 @@ def test_scalar_keyword_names_the_key() -> None:
 def test_reserved_keyword_is_rejected(key: str) -> None:
     with pytest.raises(ValueError, match=f"{key!r} is reserved"):
         LaBERmean(B, M, seed=0)(priorities=np.ones(LARGE), **{key: np.zeros(LARGE)})
+
+
+# --------------------------------------------------------------------------- eps = 0 (cpprb accepts it)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda cls: cls.__name__)
+def test_eps_zero_is_accepted(variant: type[LaBER]) -> None:
+    assert variant(B, M, eps=0).eps == 0.0
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    priorities=st.lists(st.sampled_from([0.0, 0.0, 1e-300, 0.5, 3.0]), min_size=LARGE, max_size=LARGE).filter(
+        lambda values: max(values) > 0
+    ),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_eps_zero_never_draws_a_zero_priority(priorities: list[float], seed: int) -> None:
+    indexes = LaBERmean(B, M, eps=0, seed=seed)(priorities=priorities)["indexes"]
+    assert np.all(np.asarray(priorities)[indexes] > 0)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda cls: cls.__name__)
+def test_eps_zero_weights_are_finite(variant: type[LaBER]) -> None:
+    priorities = np.zeros(LARGE)
+    priorities[[2, 30]] = [1.0, 1e-3]
+    weights = variant(B, M, eps=0, seed=0)(priorities=priorities)["weights"]
+    assert np.all(np.isfinite(weights) & (weights > 0))
+
+
+def test_all_zero_priorities_with_eps_zero_name_the_fix() -> None:
+    with pytest.raises(ValueError, match=r"priorities are all 0 and eps is 0.*LaBERmean with eps > 0"):
+        LaBERmean(B, M, eps=0, seed=0)(priorities=np.zeros(LARGE))
+
+
+def test_all_zero_priorities_with_the_default_eps_are_uniform() -> None:
+    out = LaBERmean(B, M, seed=0)(priorities=np.zeros(LARGE))
+    np.testing.assert_allclose(out["weights"], np.ones(B), rtol=1e-6)
+
+
+def test_integral_float_batch_size_is_accepted_as_cpprb_does() -> None:
+    assert LaBERmean(32.0, 4).large_batch_size == 128
+
+
+# --------------------------------------------------------------------------- the same calls against cpprb
+
+# Constructor calls written for cpprb's LaBER: (positional, keyword) arguments.
+CPPRB_ACCEPTED = {
+    "batch-size-only": ((32,), {}),
+    "positional-m": ((32, 2), {}),
+    "keyword-m": ((32,), {"m": 8}),
+    "eps-zero": ((32, 4), {"eps": 0}),
+    "eps-zero-float": ((32,), {"m": 2, "eps": 0.0}),
+    "eps-default-value": ((32, 4), {"eps": 1e-6}),
+    "all-keywords": ((), {"batch_size": 16, "m": 4, "eps": 1e-3}),
+    "integral-float-batch-size": ((32.0, 4), {}),
+}
+CPPRB_REJECTED = {
+    "batch-size-zero": ((0,), {}, ValueError),
+    "m-zero": ((32, 0), {}, ValueError),
+    "eps-negative": ((32, 4), {"eps": -1e-3}, ValueError),
+    "eps-positional": ((32, 4, 0.0), {}, TypeError),
+    "no-batch-size": ((), {}, TypeError),
+}
+
+
+@pytest.fixture(scope="module")
+def cpprb_laber() -> ModuleType:
+    return pytest.importorskip("cpprb.LaBER")
+
+
+@pytest.mark.parametrize("name", CPPRB_ACCEPTED)
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda cls: cls.__name__)
+def test_constructor_accepts_what_cpprb_accepts(
+    cpprb_laber: ModuleType, variant: type[LaBER], name: str
+) -> None:
+    args, kwargs = CPPRB_ACCEPTED[name]
+    theirs = getattr(cpprb_laber, variant.__name__)(*args, **kwargs)
+    ours = variant(*args, **kwargs)
+    assert (ours.batch_size, ours.large_batch_size, ours.eps) == (
+        theirs.batch_size,
+        len(theirs.idx),
+        theirs.eps,
+    )
+
+
+@pytest.mark.parametrize("name", CPPRB_REJECTED)
+def test_constructor_rejects_what_cpprb_rejects(cpprb_laber: ModuleType, name: str) -> None:
+    args, kwargs, error = CPPRB_REJECTED[name]
+    with pytest.raises(error):
+        cpprb_laber.LaBERmean(*args, **kwargs)
+    with pytest.raises(error):
+        LaBERmean(*args, **kwargs)
+
+
+def same_batch(ours: dict[str, np.ndarray], theirs: dict[str, np.ndarray]) -> bool:
+    """Same keys and, key by key, the same values (weights to float32 precision)."""
+    return sorted(ours) == sorted(theirs) and all(
+        np.allclose(ours[key], theirs[key], rtol=1e-6, atol=0) for key in theirs
+    )
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda cls: cls.__name__)
+def test_one_hot_priorities_with_eps_zero_give_cpprbs_batch(
+    cpprb_laber: ModuleType, variant: type[LaBER]
+) -> None:
+    # With eps = 0 only the hot position can be drawn, so every output is determined.
+    priorities = np.zeros(LARGE)
+    priorities[13] = 2.0
+    large = {"obs": np.arange(LARGE * 3).reshape(LARGE, 3), "act": np.arange(LARGE)}
+    theirs = getattr(cpprb_laber, variant.__name__)(B, M, eps=0)(priorities=priorities, **large)
+    ours = variant(B, M, eps=0, seed=0)(priorities=priorities, **large)
+    assert same_batch(ours, theirs)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda cls: cls.__name__)
+def test_uniform_priorities_give_cpprbs_weights(cpprb_laber: ModuleType, variant: type[LaBER]) -> None:
+    priorities = np.full(LARGE, 0.25)
+    theirs = getattr(cpprb_laber, variant.__name__)(B, M)(priorities=priorities)["weights"]
+    ours = variant(B, M, seed=0)(priorities=priorities)["weights"]
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+def test_all_zero_priorities_with_eps_zero_raise_the_error_type_cpprb_raises(cpprb_laber: ModuleType) -> None:
+    with pytest.raises(ValueError), np.errstate(invalid="ignore"):
+        cpprb_laber.LaBERmean(B, M, eps=0)(priorities=np.zeros(LARGE))
+    with pytest.raises(ValueError):
+        LaBERmean(B, M, eps=0, seed=0)(priorities=np.zeros(LARGE))

@@ -19,7 +19,9 @@ large batch, ``idx`` the drawn positions):
 - :class:`LaBERlazy`: ``w = 1 / p[idx]`` (uniform priorities give ``m * batch_size``)
 - :class:`LaBERmax`: ``w = (1 / p[idx]) / max(1 / p[idx])`` (largest weight in the batch is 1)
 
-The call signature follows cpprb's ``LaBER`` functors, so cpprb code keeps working.
+The signature is cpprb's, ``LaBERmean(batch_size, m=4, *, eps=1e-6)``, with its defaults and the values
+it accepts (``eps=0`` included), plus a keyword-only ``seed``: cpprb code keeps working after changing
+the import.
 """
 
 from __future__ import annotations
@@ -34,7 +36,11 @@ _RESERVED_KEYS = ("weights", "indexes")
 
 
 def _check_positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    # An integral float (32.0) is accepted, as cpprb's int(batch_size) does; 32.5 is not silently truncated.
+    integral = isinstance(value, (int, np.integer)) or (
+        isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer()
+    )
+    if isinstance(value, bool) or not integral or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
     return int(value)
 
@@ -47,7 +53,9 @@ class LaBER(ABC):
 
     :param batch_size: size ``B`` of the small batch returned to the learner (>= 1)
     :param m: large-batch multiplier (>= 1); ``priorities`` must have length ``m * batch_size``
-    :param eps: added to every priority (> 0) so zero-priority transitions can still be drawn
+    :param eps: added to every priority (>= 0; cpprb's signature and default) so zero-priority
+        transitions can still be drawn; with ``eps=0`` they never are, and a large batch whose priorities
+        are all 0 is an error at call time
     :param seed: seed or ``np.random.Generator`` for the draws; the same seed gives the same draws.
         A Generator passed in is used (and advanced) as is, not copied.
     """
@@ -62,10 +70,10 @@ class LaBER(ABC):
     ) -> None:
         self.batch_size = _check_positive_int(batch_size, "batch_size")
         self.m = _check_positive_int(m, "m")
-        if not (isinstance(eps, (int, float, np.integer, np.floating)) and np.isfinite(eps) and eps > 0):
-            raise ValueError(
-                f"eps must be a finite number > 0 so zero-priority transitions stay drawable, got {eps!r}."
-            )
+        if isinstance(eps, bool) or not (
+            isinstance(eps, (int, float, np.integer, np.floating)) and np.isfinite(eps) and eps >= 0
+        ):
+            raise ValueError(f"eps must be a finite number >= 0 (cpprb's default is 1e-6), got {eps!r}.")
         self.eps = float(eps)
         self._rng = np.random.default_rng(seed)
 
@@ -86,8 +94,9 @@ class LaBER(ABC):
             ``(batch_size,)``) and ``"indexes"`` (int64 positions **in the large batch**, not in the
             replay buffer: map them back through the large batch's own buffer indexes if you update
             buffer priorities)
-        :raises ValueError: on wrongly shaped, non-finite or negative priorities, or a keyword array
-            whose first dimension is not ``m * batch_size`` or whose name is ``weights`` / ``indexes``
+        :raises ValueError: on wrongly shaped, non-finite or negative priorities, priorities all 0 with
+            ``eps=0`` (nothing can be drawn), or a keyword array whose first dimension is not
+            ``m * batch_size`` or whose name is ``weights`` / ``indexes``
         """
         expected = self.large_batch_size
         prio = np.asarray(priorities)
@@ -127,13 +136,23 @@ class LaBER(ABC):
             arrays[key] = array
 
         shifted = prio + self.eps
+        largest = shifted.max()
+        if largest == 0:
+            raise ValueError(
+                f"priorities are all 0 and eps is 0, so no transition of the large batch can be drawn; "
+                f"construct {type(self).__name__} with eps > 0 (cpprb's default, 1e-6) or pass priorities "
+                "with at least one value > 0."
+            )
         # Dividing by the max first keeps the sum finite even for priorities near the float64 limit.
-        shifted /= shifted.max()
+        shifted /= largest
         probabilities = shifted / shifted.sum()
         cumulative = np.cumsum(probabilities)
-        # Inverse-CDF draw; side="right" and the clip keep every pick inside [0, expected).
+        # Inverse-CDF draw: side="right" skips positions of probability 0 (their cumulative value equals
+        # the previous one), and the clip to the last drawable position guards a draw that rounds up to
+        # cumulative[-1], so a position of probability 0 (possible with eps=0) is never picked.
+        last_drawable = expected - 1 - int(np.argmax(probabilities[::-1] > 0))
         draws = self._rng.random(self.batch_size) * cumulative[-1]
-        indexes = np.minimum(np.searchsorted(cumulative, draws, side="right"), expected - 1).astype(np.int64)
+        indexes = np.minimum(np.searchsorted(cumulative, draws, side="right"), last_drawable).astype(np.int64)
 
         out = {key: array[indexes] for key, array in arrays.items()}
         out["weights"] = self.compute_weights(probabilities, indexes).astype(np.float32)
