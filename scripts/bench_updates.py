@@ -1,0 +1,202 @@
+"""Where a training step's time goes on a CPU, and how close each recipe's update comes to the matmul peak.
+
+For each recipe (FetchPush-v4 by default, ``MultiInputPolicy``, HER's normalization) the script fills the
+replay buffer with random steps, then measures:
+
+- the floating-point work of one gradient step, counted by ``torch.utils.flop_counter.FlopCounterMode``
+  (matrix products of the forward and backward passes, target networks included);
+- the wall time of one gradient step (``model.train(1, batch_size)``: replay sampling, relabeling,
+  forward, backward, Adam, target update), with 1 and with 2 torch threads; the achieved GFLOPS and their
+  share of the CPU's fp32 peak (``--peak-gflops``, about 75 per core on this kind of machine);
+- the replay sample alone (what the update spends outside torch), the env step and the action prediction,
+  in ms;
+- from those, the cost of one env step at the recipe's updates per env step, and hours per million env
+  steps on one core.
+
+Usage::
+
+    python scripts/bench_updates.py                        # writes docs/bench_updates.md
+    python scripts/bench_updates.py --quick --out /tmp/u.md  # a few seconds per recipe
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch as th
+from torch.utils.flop_counter import FlopCounterMode
+
+from her_wrap import HER
+from her_wrap.sb3.her import make_goal_env
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A learner's settings and how many gradient steps it takes per env step."""
+
+    name: str
+    model_class: str
+    batch_size: int
+    net_arch: list[int]
+    updates_per_env_step: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def her(self, env_id: str, seed: int) -> HER:
+        return HER(
+            "MultiInputPolicy",
+            make_goal_env(env_id),
+            self.model_class,
+            normalize=True,
+            seed=seed,
+            buffer_size=200_000,
+            learning_starts=10**9,  # never train during the buffer fill
+            batch_size=self.batch_size,
+            gamma=0.95,
+            policy_kwargs={"net_arch": list(self.net_arch), **self.extra.get("policy_kwargs", {})},
+            **{key: value for key, value in self.extra.items() if key != "policy_kwargs"},
+        )
+
+
+RECIPES = [
+    Recipe(
+        "zoo TQC (3 x 512, 2 critics, batch 2048, 1 update per step)",
+        "tqc",
+        2048,
+        [512, 512, 512],
+        1.0,
+        {"policy_kwargs": {"n_critics": 2}, "tau": 0.05},
+    ),
+    Recipe("SAC (3 x 256, batch 256, 1 update per step)", "sac", 256, [256, 256, 256], 1.0),
+    Recipe("TD3 (3 x 256, batch 256, 1 update per step)", "td3", 256, [256, 256, 256], 1.0),
+    Recipe(
+        "HER paper DDPG (3 x 256, batch 256, 40 updates per 100 steps)", "ddpg", 256, [256, 256, 256], 0.4
+    ),
+    Recipe("DDPG (3 x 256, batch 1024, 10 updates per 100 steps)", "ddpg", 1024, [256, 256, 256], 0.1),
+    Recipe("FetchReach SAC preset (2 x 256, batch 256, 1 update per step)", "sac", 256, [256, 256], 1.0),
+]
+
+
+def time_per_call(function: Any, minimum_seconds: float, warmup: int = 3) -> float:
+    for _ in range(warmup):
+        function()
+    calls, start = 0, time.perf_counter()
+    while True:
+        function()
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= minimum_seconds and calls >= 3:
+            return elapsed / calls
+
+
+def flops_per_update(model: HER, batch_size: int) -> float:
+    counter = FlopCounterMode(display=False)
+    with counter:
+        model.model.train(1, batch_size)
+    return float(counter.get_total_flops())
+
+
+def measure(recipe: Recipe, env_id: str, seed: int, seconds: float, fill_steps: int) -> dict[str, float]:
+    th.manual_seed(seed)
+    model = recipe.her(env_id, seed)
+    model.learn(fill_steps)  # random actions only: learning_starts is never reached
+    flops = flops_per_update(model, recipe.batch_size)
+    result: dict[str, float] = {"gflop": flops / 1e9}
+    for threads in (1, 2):
+        th.set_num_threads(threads)
+        result[f"update_ms_{threads}"] = 1e3 * time_per_call(
+            lambda: model.model.train(1, recipe.batch_size), seconds
+        )
+    th.set_num_threads(1)
+    result["sample_ms"] = 1e3 * time_per_call(
+        lambda: model.replay_buffer.sample(recipe.batch_size, model.model._vec_normalize_env), seconds / 2
+    )
+    obs = model.get_env().reset()  # type: ignore[union-attr]
+    result["predict_ms"] = 1e3 * time_per_call(
+        lambda: model.model.predict(obs, deterministic=False), seconds / 2
+    )
+    raw = make_goal_env(env_id)
+    raw.reset(seed=seed)
+
+    def env_step() -> None:
+        _, _, terminated, truncated, _ = raw.step(raw.action_space.sample())
+        if terminated or truncated:
+            raw.reset()
+
+    result["env_ms"] = 1e3 * time_per_call(env_step, seconds / 2)
+    return result
+
+
+def table(results: list[tuple[Recipe, dict[str, float]]], peak: float, env_id: str) -> list[str]:
+    lines = [
+        "| recipe | GFLOP per update | ms per update, 1 thread | GFLOPS (share of peak) | ms, 2 threads "
+        "(speed-up) | of which replay sample, ms | ms per env step: updates + env + predict | "
+        "hours per 1M env steps |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for recipe, r in results:
+        one, two = r["update_ms_1"], r["update_ms_2"]
+        gflops = r["gflop"] / (one / 1e3)
+        step_ms = recipe.updates_per_env_step * min(one, two) + r["env_ms"] + r["predict_ms"]
+        lines.append(
+            f"| {recipe.name} | {r['gflop']:.2f} | {one:.1f} | {gflops:.1f} ({100 * gflops / peak:.0f}%) | "
+            f"{two:.1f} ({one / two:.2f}x) | {r['sample_ms']:.2f} | {step_ms:.1f} = "
+            f"{recipe.updates_per_env_step:g} x {min(one, two):.1f} + {r['env_ms']:.1f} + {r['predict_ms']:.1f} | "
+            f"{step_ms * 1e6 / 1e3 / 3600:.1f} |"
+        )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--env", default="FetchPush-v4")
+    parser.add_argument("--seconds", type=float, default=6.0, help="minimum timed seconds per measurement")
+    parser.add_argument("--fill", type=int, default=3000, help="random env steps stored before timing")
+    parser.add_argument("--peak-gflops", type=float, default=75.0, help="fp32 matmul peak of one core")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="short timings, for a check")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench_updates.md")
+    args = parser.parse_args()
+    seconds = 0.5 if args.quick else args.seconds
+    fill_steps = 300 if args.quick else args.fill
+    th.set_num_threads(1)
+    results = []
+    for recipe in RECIPES:
+        print(f"{recipe.name} ...", flush=True)
+        results.append((recipe, measure(recipe, args.env, args.seed, seconds, fill_steps)))
+        print("\n".join(table(results[-1:], args.peak_gflops, args.env)[2:]), flush=True)
+    load = os.getloadavg()
+    lines = [
+        "# Learner updates on a CPU: time, floating-point work, and where an env step's time goes",
+        "",
+        "```",
+        f"python scripts/bench_updates.py --env {args.env} --seconds {args.seconds}",
+        "```",
+        "",
+        f"{args.env}, `MultiInputPolicy`, HER's normalization, future k = 4, gamma 0.95. One gradient step is "
+        "`model.train(1, batch_size)`: replay sample and relabeling, forward and backward of every network, "
+        "Adam, target update. GFLOP counted by `torch.utils.flop_counter` (matrix products, forward and "
+        f"backward). Share of peak against {args.peak_gflops:g} GFLOPS fp32 for one core. The env-step cost "
+        "uses the faster of 1 and 2 torch threads.",
+        "",
+        *table(results, args.peak_gflops, args.env),
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.processor() or 'unknown CPU'}, "
+        f"torch {th.__version__}; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end "
+        "(other jobs on the machine inflate the 2-thread figures most).",
+    ]
+    args.out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
