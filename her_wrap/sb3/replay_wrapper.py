@@ -145,7 +145,9 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
             "truncated": FieldSpec((), np.bool_),
         }
         self.replay = HindsightReplay(
-            self.buffer_size,
+            # At least the 2 rows per env that storage needs: a learner loaded only to predict (the zoo's
+            # enjoy) asks for buffer_size=1; an episode too long for the rows fails at add, naming the fix.
+            max(self.buffer_size, 2 * self.n_envs),
             observation_fields=observation_fields,
             step_fields=step_fields,
             n_envs=self.n_envs,
