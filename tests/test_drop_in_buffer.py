@@ -145,6 +145,7 @@ def counting_learner(**kwargs: Any) -> Any:
 
 def finished_lengths(buffer: HindsightExperienceReplayWrapper) -> list[int]:
     """Lengths of the finished episodes, read at their first rows."""
+    buffer.flush()
     storage = buffer.replay.storage
     starts = (storage.step_index[:, 0] == 0) & (storage.episode_length[:, 0] > 0)
     return sorted(storage.episode_length[starts, 0].tolist())
@@ -270,6 +271,7 @@ def test_rewards_of_relabeled_goals_are_recomputed_and_reached_goals_terminate_u
 def test_sampling_starts_before_the_first_episode_ends():
     model = learner(SAC, DummyVecEnv([lambda: CountingGoalEnv(length=1000)]), learning_starts=20)
     model.learn(40)
+    model.replay_buffer.flush()
     assert model._n_updates > 0 and model.replay_buffer.replay.storage.n_finished_transitions == 0
 
 
@@ -325,6 +327,7 @@ def test_store_infos_false_with_a_compute_reward_that_reads_them_is_refused():
 def test_infos_are_kept_by_reference_unless_copy_info_dict():
     by_reference, copied = drop_in(store_infos=True), drop_in(copy_info_dict=True)
     given = add_counting_episode(by_reference, length=2), add_counting_episode(copied, length=2)
+    by_reference.flush(), copied.flush()
     stored = [buffer.replay.storage.infos[0, 0] for buffer in (by_reference, copied)]
     assert stored[0] is given[0][0] and stored[1] is not given[1][0] and stored[1] == given[1][0]
 

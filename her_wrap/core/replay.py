@@ -176,6 +176,17 @@ class HindsightReplay:
         """Store one step of every env column; see :meth:`EpisodeStorage.add`."""
         self._after_add(self.storage.add(observation, next_observation, step, done, infos))
 
+    def add_steps(
+        self,
+        observations: Mapping[str, np.ndarray],
+        next_observations: Mapping[str, np.ndarray],
+        steps: Mapping[str, np.ndarray],
+        dones: np.ndarray,
+        infos: Any = None,
+    ) -> None:
+        """Store ``S`` consecutive steps of every env column at once; see :meth:`EpisodeStorage.add_steps`."""
+        self._after_add(self.storage.add_steps(observations, next_observations, steps, dones, infos))
+
     def add_episode(
         self,
         column: int,

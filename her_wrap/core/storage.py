@@ -120,7 +120,7 @@ class EpisodeStorage:
         self.steps = _field_views(self.step_groups)
         self._observation_writers = _flat_writers(self.observation_groups)
         self._step_writers = _flat_writers(self.step_groups)
-        self._expected_shapes: dict[tuple[int, int], list[tuple[str, tuple[int, ...]]]] = {}
+        self._expected_shapes: dict[tuple[int, Any], list[tuple[str, tuple[int, ...]]]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -300,6 +300,164 @@ class EpisodeStorage:
         self.n_transitions += n_envs
         return report
 
+    def add_steps(
+        self,
+        observations: Mapping[str, np.ndarray],
+        next_observations: Mapping[str, np.ndarray],
+        steps: Mapping[str, np.ndarray],
+        dones: np.ndarray,
+        infos: Any = None,
+    ) -> AddReport:
+        """Store ``S`` consecutive steps of every env column at once: what ``S`` calls of :meth:`add` store.
+
+        Row bookkeeping is vectorized over the steps, so a chunk costs far less per step than single adds.
+
+        :param observations: observation fields of shape ``(S, n_envs, ...)``; read only for steps that start
+            an episode
+        :param next_observations: the same after each step (an episode's final observation at its last step)
+        :param steps: step fields of shape ``(S, n_envs, ...)``
+        :param dones: shape ``(S, n_envs)``: whether each column's episode ended with that step
+        :param infos: ``S`` sequences of one info dict per column, or None
+        :return: what changed, for side tables (priorities, frozen goals)
+        """
+        dones = np.asarray(dones, dtype=bool)
+        if dones.ndim != 2 or dones.shape[1] != self.n_envs:
+            raise ValueError(f"dones must have shape (S, n_envs={self.n_envs}), got {dones.shape}.")
+        n_steps = dones.shape[0]
+        observations = self._check_fields(
+            observations, self.observation_specs, "observations", (n_steps, self.n_envs)
+        )
+        next_observations = self._check_fields(
+            next_observations, self.observation_specs, "next_observations", (n_steps, self.n_envs)
+        )
+        steps = self._check_fields(steps, self.step_specs, "steps", (n_steps, self.n_envs))
+        if infos is not None and len(infos) != n_steps:
+            raise ValueError(f"infos has {len(infos)} entries; pass one per step ({n_steps}), or None.")
+        for column in range(self.n_envs):  # the room check: before the first write, as add does
+            self._plan_rows(column, dones[:, column])
+        report = AddReport()
+        first = 0
+        while first < n_steps:
+            chunk = slice(first, first + self._steps_per_part())
+            first = chunk.stop
+            for column in range(self.n_envs):
+                rows, episode_starts = self._plan_rows(column, dones[chunk, column])
+                self._write_steps(
+                    column,
+                    rows,
+                    episode_starts,
+                    {name: values[chunk] for name, values in observations.items()},
+                    {name: values[chunk] for name, values in next_observations.items()},
+                    {name: values[chunk] for name, values in steps.items()},
+                    dones[chunk],
+                    None if infos is None else infos[chunk],
+                    report,
+                )
+        self.n_transitions += n_steps * self.n_envs
+        return report
+
+    def _steps_per_part(self) -> int:
+        """Steps :meth:`add_steps` writes in one vectorized part.
+
+        A step takes at most 2 rows. A part must not write a ring slot twice, nor the first row of an
+        episode open when it begins: that episode may end within the part, and single adds would close it
+        (setting its length) before overwriting its first row (invalidating it), an order a part keeps only
+        by staying clear of it.
+        """
+        limit = self.n_rows
+        for column in range(self.n_envs):
+            start = int(self.open_start[column])
+            if start >= 0:
+                limit = min(limit, start + self.n_rows - int(self.written[column]))
+        return max(1, limit // 2)
+
+    def _plan_rows(self, column: int, dones: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Absolute row of each step's observation in ``column``, and the first row of its episode.
+
+        Worked example: an episode open since row 7 whose pending observation sits in row 9 (written = 10),
+        then steps s0 s1 s2 where s1 ends the episode: s0 reads row 9, s1 row 10, s2 starts a new episode at
+        row 12 (row 11 holds s1's final observation). Rows: [9, 10, 12]; episode starts: [7, 7, 12].
+        """
+        n_steps = dones.size
+        open_start = int(self.open_start[column])
+        starts = np.empty(n_steps, dtype=bool)
+        starts[0] = open_start < 0
+        starts[1:] = dones[:-1]
+        rows = int(self.written[column]) - 1 + np.arange(n_steps) + np.cumsum(starts)
+        episode_starts = np.maximum.accumulate(np.where(starts, rows, open_start))
+        needed = int((rows + 2 - episode_starts).max())
+        if needed > self.n_rows:
+            raise ValueError(
+                f"An episode in env column {column} needs more than {self.n_rows} rows, the capacity of one "
+                "column: raise the buffer capacity (or buffer_size) above "
+                f"n_envs * (longest episode + 1) = {self.n_envs} * {needed}."
+            )
+        return rows, episode_starts
+
+    def _write_steps(
+        self,
+        column: int,
+        rows: np.ndarray,
+        episode_starts: np.ndarray,
+        observations: Mapping[str, np.ndarray],
+        next_observations: Mapping[str, np.ndarray],
+        steps: Mapping[str, np.ndarray],
+        dones: np.ndarray,
+        infos: Any,
+        report: AddReport,
+    ) -> None:
+        n_envs, n_rows = self.n_envs, self.n_rows
+        first_new, last = int(self.written[column]), int(rows[-1]) + 1
+        self._prepare_rows(column, first_new, last, report)
+        slots = rows % n_rows * n_envs + column
+        next_slots = (rows + 1) % n_rows * n_envs + column
+        starting = rows == episode_starts
+        if starting.any():
+            start_slots = slots[starting]
+            for name, flat, index in self._observation_writers:
+                flat[start_slots, index] = observations[name][starting, column]
+        for name, flat, index in self._observation_writers:
+            flat[next_slots, index] = next_observations[name][:, column]
+        for name, flat, index in self._step_writers:
+            flat[slots, index] = steps[name][:, column]
+        if self.infos is not None:
+            stored = self.infos.reshape(-1)
+            for slot, step_infos in zip(
+                slots.tolist(), infos if infos is not None else [None] * rows.size, strict=True
+            ):
+                stored[slot] = None if step_infos is None else step_infos[column]
+        self.step_index.reshape(-1)[slots] = rows - episode_starts
+        report.new_transitions.extend(slots.tolist())
+        self.written[column] = last + 1
+        ended = np.flatnonzero(dones[:, column])
+        for step in ended.tolist():
+            start, length = int(episode_starts[step]), int(rows[step]) + 1 - int(episode_starts[step])
+            self.episode_length.reshape(-1)[
+                np.arange(start, start + length + 1) % n_rows * n_envs + column
+            ] = length
+            self.n_finished_transitions += length
+            report.finished.append((column, start, length))
+        self.open_start[column] = -1 if dones[-1, column] else int(episode_starts[-1])
+
+    def _prepare_rows(self, column: int, first: int, last: int, report: AddReport) -> None:
+        """Free the ring slots of absolute rows ``first..last`` (inclusive); invalidate episodes whose first
+        row they held (see :meth:`_prepare_row`)."""
+        slots = np.arange(first, last + 1) % self.n_rows * self.n_envs + column
+        if last >= self.n_rows:
+            step_index = self.step_index.reshape(-1)
+            overwritten = np.flatnonzero(
+                (step_index[slots] == 0) & (np.arange(first, last + 1) >= self.n_rows)
+            )
+            for position in overwritten.tolist():
+                absolute = first + position
+                old_length = int(self.episode_length.reshape(-1)[slots[position]])
+                self.n_transitions -= old_length
+                self.n_finished_transitions -= old_length
+                rest = np.arange(absolute, absolute + old_length) % self.n_rows
+                report.cleared.extend((rest * self.n_envs + column).tolist())
+        self.step_index.reshape(-1)[slots] = -1
+        self.episode_length.reshape(-1)[slots] = 0
+
     def add_episode(
         self,
         column: int,
@@ -378,16 +536,17 @@ class EpisodeStorage:
         given: Mapping[str, np.ndarray],
         specs: Mapping[str, FieldSpec],
         what: str,
-        leading: int | None = None,
+        leading: int | tuple[int, ...] | None = None,
     ) -> Mapping[str, np.ndarray]:
         """Check names and shapes (``(leading, *field shape)``, ``leading`` = n_envs by default); return the
         values reshaped to exactly that shape (a scalar field may come as ``(leading, 1)``)."""
         leading = self.n_envs if leading is None else leading
+        lead = leading if isinstance(leading, tuple) else (leading,)
         # Fast path of every add: plain arrays of exactly the expected shapes, returned as given.
         key = (id(specs), leading)
         expected_shapes = self._expected_shapes.get(key)
         if expected_shapes is None:
-            expected_shapes = [(name, (leading, *spec.shape)) for name, spec in specs.items()]
+            expected_shapes = [(name, (*lead, *spec.shape)) for name, spec in specs.items()]
             self._expected_shapes[key] = expected_shapes
         if len(given) == len(expected_shapes):
             for name, shape in expected_shapes:
@@ -407,14 +566,14 @@ class EpisodeStorage:
         checked = {}
         for name, values in given.items():
             field_shape = specs[name].shape
-            expected = (leading, *field_shape) if field_shape else (leading,)
+            expected = (*lead, *field_shape)
             # .shape of an array directly: np.shape / np.reshape cost microseconds per field on every add.
             shape = values.shape if isinstance(values, np.ndarray) else np.shape(values)
-            if shape != expected and not (specs[name].shape == () and shape == (leading, 1)):
+            if shape != expected and not (specs[name].shape == () and shape == (*lead, 1)):
                 raise ValueError(
                     f"{what} field {name!r} has shape {shape}, expected {expected} "
-                    f"(a leading dimension of {leading}: n_envs for add, T or T + 1 for add_episode; "
-                    "then the field's shape)."
+                    f"(leading dimensions {lead}: n_envs for add, (S, n_envs) for add_steps, T or T + 1 for "
+                    "add_episode; then the field's shape)."
                 )
             # A scalar field given as (n_envs, 1) is reshaped to (n_envs,): the write
             # `array[ring, column] = values[column]` takes one scalar per column.
