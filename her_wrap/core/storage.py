@@ -148,13 +148,17 @@ class EpisodeStorage:
             self.infos = None
 
     # ------------------------------------------------------------------ geometry
+    def _written(self, columns: np.ndarray | int) -> np.ndarray | int:
+        """Rows written so far in each given column (with one column, one number for all)."""
+        return int(self.written[0]) if self.n_envs == 1 else self.written[columns]
+
     def oldest(self, columns: np.ndarray | int) -> np.ndarray:
         """Oldest absolute row still stored in each column."""
-        return np.maximum(self.written[columns] - self.n_rows, 0)
+        return np.maximum(self._written(columns) - self.n_rows, 0)
 
     def absolute_rows(self, ring_rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
         """Absolute row of each stored ring row (the newest write that landed in that slot)."""
-        last = self.written[columns] - 1
+        last = self._written(columns) - 1
         return last - (last - ring_rows) % self.n_rows
 
     def filled_rows(self) -> np.ndarray:
@@ -184,7 +188,7 @@ class EpisodeStorage:
         Cheaper than :meth:`episode_bounds` for finished episodes (two reads, no absolute rows), which is
         what every relabeled sample needs.
         """
-        slots = ring_rows * self.n_envs + columns
+        slots = ring_rows if self.n_envs == 1 else ring_rows * self.n_envs + columns
         step = self.step_index.reshape(-1).take(slots).astype(np.int64)
         length = self.episode_length.reshape(-1).take(slots)
         remaining = length - step
@@ -192,7 +196,7 @@ class EpisodeStorage:
         if in_progress.any():
             # Open episode: the newest row holds the pending observation, the transition before it is last.
             open_rows, open_columns = ring_rows[in_progress], columns[in_progress]
-            newest = self.written[open_columns] - 1
+            newest = self._written(open_columns) - 1
             remaining[in_progress] = newest - self.absolute_rows(open_rows, open_columns)
         return step, remaining
 
@@ -202,7 +206,7 @@ class EpisodeStorage:
         """Whether each slot holds a sampleable transition (complete, episode start not overwritten)."""
         # Reading through flat slots: np.take on a 1-D view is about twice as fast as indexing
         # (ring_rows, columns) on the 2-D array, and these reads sit on every sample's hot path.
-        slots = ring_rows * self.n_envs + columns
+        slots = ring_rows if self.n_envs == 1 else ring_rows * self.n_envs + columns
         step = self.step_index.reshape(-1).take(slots)
         absolute = self.absolute_rows(ring_rows, columns)
         valid = (step >= 0) & (absolute - step >= self.oldest(columns))

@@ -504,9 +504,9 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
                 rewards=tensor(rewards),
             )
         return DictReplayBufferSamples(
-            observations={key: tensor(value) for key, value in observations.items()},
+            observations=self._tensors(observations),
             actions=tensor(batch["action"]),
-            next_observations={key: tensor(value) for key, value in next_observations.items()},
+            next_observations=self._tensors(next_observations),
             dones=tensor(dones),
             rewards=tensor(rewards),
         )
@@ -515,6 +515,11 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
         if self.device.type == "cpu":
             return th.from_numpy(array)
         return th.as_tensor(array, device=self.device)
+
+    def _tensors(self, arrays: dict[str, np.ndarray]) -> dict[str, th.Tensor]:
+        if self.device.type == "cpu":
+            return {key: th.from_numpy(value) for key, value in arrays.items()}
+        return {key: th.as_tensor(value, device=self.device) for key, value in arrays.items()}
 
     def update_priorities(self, indexes: np.ndarray, priorities: np.ndarray) -> None:
         """Set priorities of sampled slots (prioritized replay); see :meth:`HindsightReplay.update_priorities`."""
