@@ -1,23 +1,33 @@
-"""Benchmark hindsight replay buffers on Fetch-like shapes: her_wrap against SB3 and cpprb.
+"""Benchmark hindsight replay buffers on Fetch-like shapes: her_wrap against SB3 (and cpprb).
 
 Shapes: observation 25 float32, achieved and desired goal 3 float32, action 4 float32, episodes of 50
-steps, strategy ``future`` with k = 4 relabeled goals per real one, batches of 256. Every buffer is
-filled to hold ``--capacity`` *real* transitions (cpprb stores k + 1 rows per real transition, so it gets
-``capacity * (k + 1)`` rows), one step per ``add`` call as a training loop does, then sampled.
+steps, strategy ``future`` with k = 4 relabeled goals per real one, batches of 256.
 
-Measured per implementation, each in its own subprocess so allocations do not pollute each other:
+Two parts, each at every ``--capacities`` value, side by side in one run:
 
-- add throughput: real transitions per second while filling to capacity (cpprb and her_wrap's standalone
-  buffer also pay their ``on_episode_end`` inside it);
+1. The SB3-facing path, what SB3 users get: SB3's ``HerReplayBuffer`` against her_wrap's drop-in
+   ``her_wrap.sb3.HerReplayBuffer``, both built with ``buffer_size = capacity`` and a DummyVecEnv, filled
+   with ``capacity`` transitions through ``add(obs, next_obs, action, reward, done, infos)`` one step per
+   call (as SB3's learners call it), then sampled with ``sample(256, env=None)``: torch tensors, rewards
+   of relabeled goals computed.
+2. The numpy cores (numpy batches, no torch): her_wrap's ``HindsightReplay`` and cpprb's
+   ``HindsightReplayBuffer`` (cpprb stores k + 1 rows per real transition, so it gets ``capacity * (k + 1)``
+   rows), filled one step per call.
+
+Measured per implementation, each in its own subprocess so allocations do not pollute each other, by this
+process's CPU time (on a shared machine other processes inflate wall-clock time unevenly):
+
+- add throughput: transitions per second while filling (cpprb and her_wrap's cpprb-compatible buffer
+  also pay their ``on_episode_end`` inside it);
 - sample throughput: batches per second at full capacity, median over timing blocks;
-- bytes per stored real transition: peak resident memory (VmHWM, reset before construction) minus the
-  resident memory before construction, divided by the real transitions stored. RSS, not tracemalloc:
-  cpprb allocates in C++, which tracemalloc does not see.
+- bytes per stored transition: peak resident memory (VmHWM, reset before construction) minus the
+  resident memory before construction, divided by the transitions the buffer holds at the end. RSS, not
+  tracemalloc: cpprb allocates in C++, which tracemalloc does not see.
 
 Usage::
 
-    python scripts/bench_replay.py                      # full run (1e6 transitions), writes docs/bench_replay.md
-    python scripts/bench_replay.py --quick              # tiny smoke run (about 30 s), writes nothing
+    python scripts/bench_replay.py               # 1e5 and 1e6, writes docs/bench_replay.md (a few minutes)
+    python scripts/bench_replay.py --quick       # tiny smoke run (about 30 s), writes nothing
 """
 
 from __future__ import annotations
@@ -46,9 +56,10 @@ DISTANCE_THRESHOLD = 0.05
 POOL_EPISODES = 64  # distinct pre-generated episodes cycled through while filling
 
 IMPLEMENTATIONS = {
+    "sb3": "SB3 HerReplayBuffer",
+    "her_wrap_sb3": "her_wrap.sb3.HerReplayBuffer (drop-in)",
     "her_wrap_core": "her_wrap HindsightReplay (online, infos not stored)",
     "her_wrap_core_infos": "her_wrap HindsightReplay (online, infos stored)",
-    "sb3": "SB3 HerReplayBuffer",
     "cpprb": "cpprb HindsightReplayBuffer",
     "cpprb_per": "cpprb HindsightReplayBuffer (prioritized)",
     "her_wrap_standalone": "her_wrap HindsightReplayBuffer",
@@ -213,15 +224,12 @@ def build_her_wrap_core(capacity: int, *, store_infos: bool) -> tuple:
     return add_episode, replay.sample, lambda: len(replay), lambda: replay.storage.n_rows
 
 
-def build_sb3(capacity: int) -> tuple:
+def fetch_like_env_class() -> type:
+    """A goal env with the Fetch tasks' spaces and a vectorized compute_reward; never stepped here."""
     import gymnasium as gym
     from gymnasium import spaces
-    from stable_baselines3 import HerReplayBuffer
-    from stable_baselines3.common.vec_env import DummyVecEnv
 
     class FetchLikeGoalEnv(gym.Env):
-        """Spaces of the Fetch tasks and a vectorized compute_reward; never stepped by the benchmark."""
-
         observation_space = spaces.Dict(
             {
                 "observation": spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float32),
@@ -242,15 +250,30 @@ def build_sb3(capacity: int) -> tuple:
         ) -> np.ndarray:
             return reward_from_goals(achieved_goal, desired_goal)
 
-    env = DummyVecEnv([FetchLikeGoalEnv])
+    return FetchLikeGoalEnv
+
+
+def build_sb3_facing(capacity: int, *, ours: bool) -> tuple:
+    """SB3's HerReplayBuffer or her_wrap's drop-in, built as an SB3 learner builds its buffer."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    if ours:
+        from her_wrap.sb3 import HerReplayBuffer
+    else:
+        from stable_baselines3 import HerReplayBuffer  # type: ignore[assignment]
+
+    env_class = fetch_like_env_class()
+    env = DummyVecEnv([env_class])
+    extra = {"seed": 0} if ours else {}
     buffer = HerReplayBuffer(
         capacity,
-        FetchLikeGoalEnv.observation_space,
+        env_class.observation_space,
         env.action_space,
         env=env,
         device="cpu",
         n_sampled_goal=K,
         goal_selection_strategy="future",
+        **extra,
     )
 
     def add_episode(pool: Pool, e: int) -> None:
@@ -260,9 +283,14 @@ def build_sb3(capacity: int) -> tuple:
             )
 
     def stored() -> int:
+        if ours:
+            return int(buffer.size())
         return int(buffer.buffer_size if buffer.full else buffer.pos)
 
-    return add_episode, buffer.sample, stored, stored
+    def sample(batch_size: int) -> Any:
+        return buffer.sample(batch_size, env=None)
+
+    return add_episode, sample, stored, lambda: capacity
 
 
 def cpprb_style_add_episode(buffer: Any) -> Callable[[Pool, int], None]:
@@ -333,9 +361,10 @@ def build_her_wrap_standalone(capacity: int, *, prioritized: bool) -> tuple:
 
 
 BUILDERS: dict[str, Callable[[int], tuple]] = {
+    "sb3": lambda capacity: build_sb3_facing(capacity, ours=False),
+    "her_wrap_sb3": lambda capacity: build_sb3_facing(capacity, ours=True),
     "her_wrap_core": lambda capacity: build_her_wrap_core(capacity, store_infos=False),
     "her_wrap_core_infos": lambda capacity: build_her_wrap_core(capacity, store_infos=True),
-    "sb3": build_sb3,
     "cpprb": lambda capacity: build_cpprb(capacity, prioritized=False),
     "cpprb_per": lambda capacity: build_cpprb(capacity, prioritized=True),
     "her_wrap_standalone": lambda capacity: build_her_wrap_standalone(capacity, prioritized=False),
@@ -346,8 +375,10 @@ BUILDERS: dict[str, Callable[[int], tuple]] = {
 def run_worker(name: str, capacity: int, batch_size: int, samples: int, blocks: int) -> Result:
     """Construct, fill and sample one implementation in this process."""
     pool = make_pool()
-    if name == "sb3":
+    if name in ("sb3", "her_wrap_sb3"):
         import stable_baselines3  # noqa: F401  (imported before the baseline, like the other libraries)
+
+        import her_wrap.sb3.her_replay_buffer
     elif name.startswith("cpprb"):
         import cpprb  # noqa: F401
     else:
@@ -386,83 +417,69 @@ def run_worker(name: str, capacity: int, batch_size: int, samples: int, blocks: 
 
 
 # ---------------------------------------------------------------------------------------- report
-def ratio(ours: float, theirs: float) -> str:
-    return f"{ours / theirs:.2f}x"
+SB3_FACING = ("sb3", "her_wrap_sb3")
+DEFAULT_IMPLEMENTATIONS = ["sb3", "her_wrap_sb3", "her_wrap_core", "cpprb"]
+
+#: The targets for the SB3-facing path at the largest capacity, her_wrap's drop-in against SB3's buffer:
+#: (label, measure, bound, at least).
+TARGETS = (
+    ("sample throughput >= 20x SB3's", "sample", 20.0, True),
+    ("add throughput >= 1.5x SB3's", "add", 1.5, True),
+    ("bytes per stored transition <= 0.35x SB3's", "memory", 0.35, False),
+)
 
 
-def render_table(results: dict[str, Result]) -> list[str]:
+def ratios(ours: Result, theirs: Result) -> dict[str, float]:
+    """her_wrap over the reference, by CPU time: sample and add throughput, bytes per stored transition."""
+    return {
+        "sample": ours.cpu_batches_per_second / theirs.cpu_batches_per_second,
+        "add": ours.cpu_add_per_second / theirs.cpu_add_per_second,
+        "memory": ours.bytes_per_transition / theirs.bytes_per_transition,
+    }
+
+
+def render_table(results: dict[tuple[int, str], Result], names: tuple[str, ...] | list[str]) -> list[str]:
     lines = [
-        "| implementation | real transitions | stored rows | add (transitions/s) | fill s (CPU s) "
-        "| sample (batches/s) | ms / batch (CPU ms) | bytes / real transition |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| capacity | implementation | transitions held | add (transitions/s) | sample (batches/s) "
+        "| ms / batch (wall ms) | bytes / transition |",
+        "|---:|---|---:|---:|---:|---:|---:|",
     ]
-    for name, result in results.items():
+    for (capacity, name), result in results.items():
+        if name not in names:
+            continue
         lines.append(
-            f"| {IMPLEMENTATIONS[name]} | {result.real_transitions:,} | {result.stored_rows:,} "
-            f"| {result.add_per_second:,.0f} | {result.fill_seconds:.1f} ({result.fill_cpu_seconds:.1f}) "
-            f"| {result.batches_per_second:,.0f} "
-            f"| {1000 / result.batches_per_second:.3f} ({1000 / result.cpu_batches_per_second:.3f}) "
+            f"| {capacity:,} | {IMPLEMENTATIONS[name]} | {result.real_transitions:,} "
+            f"| {result.cpu_add_per_second:,.0f} | {result.cpu_batches_per_second:,.0f} "
+            f"| {1000 / result.cpu_batches_per_second:.3f} ({1000 / result.batches_per_second:.3f}) "
             f"| {result.bytes_per_transition:.0f} |"
         )
     return lines
 
 
-def render_ratios(results: dict[str, Result]) -> list[str]:
-    """her_wrap against each reference: wall-clock ratio, then the CPU-time ratio in parentheses."""
-    pairs = [
-        ("her_wrap_core", "sb3", "her_wrap online vs SB3"),
-        ("her_wrap_core_infos", "sb3", "her_wrap online (infos stored) vs SB3"),
-        ("her_wrap_core", "cpprb", "her_wrap online vs cpprb"),
-        ("her_wrap_standalone", "cpprb", "her_wrap HindsightReplayBuffer vs cpprb"),
-        ("her_wrap_standalone_per", "cpprb_per", "her_wrap HindsightReplayBuffer vs cpprb, both prioritized"),
-        ("her_wrap_standalone", "sb3", "her_wrap HindsightReplayBuffer vs SB3"),
-    ]
+def render_ratios(results: dict[tuple[int, str], Result], ours: str, theirs: str, label: str) -> list[str]:
     lines = [
-        "| comparison | sample throughput (CPU time) | add throughput (CPU time) | bytes / real transition |",
-        "|---|---:|---:|---:|",
+        f"| capacity | {label}: sample throughput | add throughput | bytes / transition |",
+        "|---:|---:|---:|---:|",
     ]
-    for ours, theirs, label in pairs:
-        if ours in results and theirs in results:
-            a, b = results[ours], results[theirs]
-            lines.append(
-                f"| {label} | {ratio(a.batches_per_second, b.batches_per_second)} "
-                f"({ratio(a.cpu_batches_per_second, b.cpu_batches_per_second)}) "
-                f"| {ratio(a.add_per_second, b.add_per_second)} ({ratio(a.cpu_add_per_second, b.cpu_add_per_second)}) "
-                f"| {ratio(a.bytes_per_transition, b.bytes_per_transition)} |"
-            )
+    for capacity in sorted({capacity for capacity, _ in results}):
+        if (capacity, ours) in results and (capacity, theirs) in results:
+            r = ratios(results[capacity, ours], results[capacity, theirs])
+            lines.append(f"| {capacity:,} | {r['sample']:.2f}x | {r['add']:.2f}x | {r['memory']:.2f}x |")
     return lines
 
 
-def render_targets(results: dict[str, Result]) -> list[str]:
-    """The targets of issue 2 for her_wrap's online sampler, judged on CPU time (robust to other load)."""
-    ours, sb3, cpprb = (results.get(name) for name in ("her_wrap_core", "sb3", "cpprb"))
-    if ours is None or sb3 is None or cpprb is None:
-        return []
-    checks = [
-        (
-            "sample throughput >= 20x SB3",
-            ours.cpu_batches_per_second / sb3.cpu_batches_per_second,
-            20.0,
-            True,
-        ),
-        (
-            "sample throughput >= 1.5x cpprb",
-            ours.cpu_batches_per_second / cpprb.cpu_batches_per_second,
-            1.5,
-            True,
-        ),
-        ("add throughput >= 2x SB3", ours.cpu_add_per_second / sb3.cpu_add_per_second, 2.0, True),
-        (
-            "bytes per real transition <= 0.5x SB3",
-            ours.bytes_per_transition / sb3.bytes_per_transition,
-            0.5,
-            False,
-        ),
+def render_targets(results: dict[tuple[int, str], Result]) -> list[str]:
+    capacities = [
+        capacity for capacity, name in results if name == "her_wrap_sb3" and (capacity, "sb3") in results
     ]
-    lines = ["| target (issue 2), her_wrap online sampler, CPU time | measured | met |", "|---|---:|:---:|"]
-    for label, value, bound, at_least in checks:
-        met = value >= bound if at_least else value <= bound
-        lines.append(f"| {label} | {value:.2f}x | {'yes' if met else 'no'} |")
+    if not capacities:
+        return []
+    capacity = max(capacities)
+    r = ratios(results[capacity, "her_wrap_sb3"], results[capacity, "sb3"])
+    lines = [f"| target at {capacity:,} transitions (CPU time) | measured | met |", "|---|---:|:---:|"]
+    for label, measure, bound, at_least in TARGETS:
+        met = r[measure] >= bound if at_least else r[measure] <= bound
+        lines.append(f"| {label} | {r[measure]:.2f}x | {'yes' if met else 'no'} |")
     return lines
 
 
@@ -480,9 +497,32 @@ def machine_note() -> str:
     )
 
 
+def run_in_subprocess(name: str, capacity: int, args: argparse.Namespace) -> Result | None:
+    worker = [sys.executable, __file__, "--worker", name, "--capacities", str(capacity)]
+    worker += [
+        "--batch-size",
+        str(args.batch_size),
+        "--samples",
+        str(args.samples),
+        "--blocks",
+        str(args.blocks),
+    ]
+    completed = subprocess.run(worker, capture_output=True, text=True, check=False)
+    if completed.returncode != 0:
+        print(f"{name} at {capacity:,} failed:\n{completed.stderr}", file=sys.stderr)
+        return None
+    return Result(**json.loads(completed.stdout.strip().splitlines()[-1]))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--capacity", type=int, default=1_000_000, help="real transitions every buffer holds")
+    parser.add_argument(
+        "--capacities",
+        type=int,
+        nargs="+",
+        default=[100_000, 1_000_000],
+        help="transitions every buffer holds",
+    )
     parser.add_argument("--batch-size", type=int, default=256, help="transitions per sampled batch")
     parser.add_argument("--samples", type=int, default=2000, help="batches timed per implementation")
     parser.add_argument("--blocks", type=int, default=10, help="timing blocks (the median is reported)")
@@ -491,8 +531,8 @@ def main(argv: list[str] | None = None) -> None:
         "--only",
         nargs="+",
         choices=list(IMPLEMENTATIONS),
-        default=list(IMPLEMENTATIONS),
-        help="implementations",
+        default=None,
+        help="implementations (default: " + ", ".join(DEFAULT_IMPLEMENTATIONS) + "; cpprb when installed)",
     )
     parser.add_argument(
         "--output", type=Path, default=None, help="markdown file (default: docs/bench_replay.md)"
@@ -500,42 +540,58 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--worker", choices=list(IMPLEMENTATIONS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
-        args.capacity, args.samples = min(args.capacity, 20_000), min(args.samples, 200)
+        args.capacities, args.samples = [20_000], min(args.samples, 200)
     if args.worker:
-        result = run_worker(args.worker, args.capacity, args.batch_size, args.samples, args.blocks)
+        result = run_worker(args.worker, args.capacities[0], args.batch_size, args.samples, args.blocks)
         print(json.dumps(asdict(result)))
         return
+    names = args.only
+    if names is None:
+        names = [name for name in DEFAULT_IMPLEMENTATIONS if not name.startswith("cpprb") or _has_cpprb()]
+    # The SB3-facing path first: it is what the README reports.
+    names = sorted(names, key=lambda name: name not in SB3_FACING)
 
     command = "python scripts/bench_replay.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    results: dict[str, Result] = {}
-    for name in args.only:
-        worker = [sys.executable, __file__, "--worker", name, "--capacity", str(args.capacity)]
-        worker += [
-            "--batch-size",
-            str(args.batch_size),
-            "--samples",
-            str(args.samples),
-            "--blocks",
-            str(args.blocks),
-        ]
-        completed = subprocess.run(worker, capture_output=True, text=True, check=False)
-        if completed.returncode != 0:
-            print(f"{name} failed:\n{completed.stderr}", file=sys.stderr)
-            continue
-        results[name] = Result(**json.loads(completed.stdout.strip().splitlines()[-1]))
-        print(f"{IMPLEMENTATIONS[name]}: done in {results[name].fill_seconds:.1f} s fill", flush=True)
+    results: dict[tuple[int, str], Result] = {}
+    for capacity in args.capacities:
+        for name in names:
+            result = run_in_subprocess(name, capacity, args)
+            if result is not None:
+                results[capacity, name] = result
+                print(f"{IMPLEMENTATIONS[name]} at {capacity:,}: done", flush=True)
 
     header = [
-        f"capacity {args.capacity:,} real transitions; batch {args.batch_size}; observation {OBS_DIM} + goals "
-        f"{GOAL_DIM} + {GOAL_DIM} float32, action {ACTION_DIM}; episodes of {EPISODE_LEN} steps; future, k={K}",
+        f"batch {args.batch_size}; observation {OBS_DIM} + goals {GOAL_DIM} + {GOAL_DIM} float32, action "
+        f"{ACTION_DIM}; episodes of {EPISODE_LEN} steps; future, k={K}; CPU time of each worker process",
     ]
-    tables = [*render_table(results), "", *render_ratios(results), "", *render_targets(results)]
+    core_names = [name for name in names if name not in SB3_FACING]
+    tables = [
+        "## SB3-facing path: `add` per step, `sample(256)` to torch tensors with rewards computed",
+        "",
+        *render_table(results, SB3_FACING),
+        "",
+        *render_ratios(results, "her_wrap_sb3", "sb3", "her_wrap drop-in / SB3"),
+        "",
+        *render_targets(results),
+        "",
+        "## Numpy cores: `add` per step, `sample(256)` to numpy arrays",
+        "",
+        *render_table(results, core_names),
+        "",
+        *render_ratios(results, "her_wrap_core", "cpprb", "her_wrap HindsightReplay / cpprb"),
+    ]
     print("\n".join([*header, "", *tables]))
     output = args.output if args.output is not None or args.quick else Path("docs/bench_replay.md")
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(render_markdown(command.strip(), header, tables))
         print(f"wrote {output}")
+
+
+def _has_cpprb() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("cpprb") is not None
 
 
 def render_markdown(command: str, header: list[str], tables: list[str]) -> str:
@@ -553,18 +609,16 @@ def render_markdown(command: str, header: list[str], tables: list[str]) -> str:
             "",
             *tables,
             "",
-            "How it is measured (see the script's docstring): each implementation runs in its own process; "
-            "add throughput is real transitions per second while filling to capacity one step per call "
-            "(cpprb and her_wrap's HindsightReplayBuffer include their on_episode_end); sample throughput is the "
-            "median of timing blocks at full capacity, by wall clock and (in parentheses) by this process's CPU "
-            "time: on a shared machine other processes inflate wall-clock figures unevenly, so the targets are "
-            "judged on CPU time; memory is the peak resident set (VmHWM) during "
-            "construction and fill minus the resident set before, divided by the real transitions stored. "
-            "cpprb stores k + 1 rows per real transition, so it is built with capacity * (k + 1) rows. SB3's "
-            "sample returns torch tensors and computes rewards through `env_method`; the others return numpy "
-            "arrays. Infos: SB3's default (`copy_info_dict=False`) keeps no info dict, like her_wrap's "
-            "'infos not stored' row; the 'infos stored' row keeps each step's info dict by reference, as "
-            "her_wrap's SB3 wrapper does by default.",
+            "How it is measured (see the script's docstring): each implementation and capacity runs in its own "
+            "process. Add throughput is transitions per second of CPU time while filling one step per call; "
+            "sample throughput is the median over timing blocks at full capacity, by the worker's CPU time (wall "
+            "time in parentheses: on a shared machine other processes inflate it unevenly); memory is the peak "
+            "resident set (VmHWM) during construction and fill minus the resident set before, divided by the "
+            "transitions the buffer holds at the end. Both SB3-facing buffers get `buffer_size = capacity` and "
+            "`capacity` transitions; her_wrap's stores each observation once, so an episode of T steps takes "
+            "T + 1 rows and it holds T / (T + 1) of them. Infos: SB3's buffer keeps none "
+            "(`copy_info_dict=False`); her_wrap's keeps none either, since this compute_reward never reads them. "
+            "cpprb stores k + 1 rows per real transition, so it is built with capacity * (k + 1) rows.",
             "",
             f"Machine: {machine_note()}.",
             "",
