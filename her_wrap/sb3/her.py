@@ -152,7 +152,9 @@ class HER:
         self.model: OffPolicyAlgorithm = learner_class(
             policy, learner_env, _init_setup_model=False, **model_kwargs
         )
-        if self.update_options.random_action_prob > 0 and not isinstance(self.model.action_space, gym.spaces.Box):
+        if self.update_options.random_action_prob > 0 and not isinstance(
+            self.model.action_space, gym.spaces.Box
+        ):
             raise ValueError(
                 "random_action_prob applies to continuous actions (SAC, TD3, DDPG, TQC); DQN and QRDQN "
                 "explore with exploration_initial_eps / exploration_final_eps instead."
