@@ -9,12 +9,15 @@ from __future__ import annotations
 import contextlib
 import copy
 import pickle
+import re
 import warnings
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
+import yaml
 from gymnasium import spaces
 from sb3_contrib import QRDQN, TQC
 from stable_baselines3 import DDPG, DQN, SAC, TD3
@@ -371,3 +374,27 @@ def test_buffer_size_counts_transitions_over_all_envs_as_sb3(n_envs):
     model = SAC("MultiInputPolicy", env, buffer_size=1000, replay_buffer_class=HerReplayBuffer)
     storage = model.replay_buffer.replay.storage
     assert (storage.n_rows, storage.n_envs) == (1000 // n_envs, n_envs)
+
+
+# ---------------------------------------------------------------------------- README
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_block(heading: str, language: str) -> str:
+    text = README.read_text()
+    match = re.search(rf"```{language}\n(.*?)```", text[text.index(heading) :], flags=re.DOTALL)
+    assert match is not None, f"no {language} block after {heading!r}"
+    return match.group(1)
+
+
+def test_readme_drop_in_example_builds_a_learner_on_the_drop_in():
+    namespace: dict[str, Any] = {"env": BitFlippingEnv(n_bits=4, continuous=True)}
+    exec(compile(readme_block("## Drop-in for stable-baselines3", "python"), "README.md", "exec"), namespace)
+    assert type(namespace["model"].replay_buffer) is HerReplayBuffer
+
+
+def test_readme_zoo_example_names_the_buffer_as_the_tested_zoo_file_does():
+    example = yaml.safe_load(readme_block("## With rl-baselines3-zoo", "yaml"))["FetchReach-v4"]
+    tested = yaml.safe_load((Path(__file__).parent / "data" / "zoo_her.yml").read_text())["FetchReach-v4"]
+    keys = ("replay_buffer_class", "replay_buffer_kwargs", "policy")
+    assert [example[key] for key in keys] == [tested[key] for key in keys]
