@@ -20,6 +20,7 @@ import pytest
 import her_wrap
 import her_wrap.sb3
 from her_wrap.runs.cli import build_parser
+from her_wrap.runs.config import validate_file
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
@@ -105,6 +106,13 @@ def test_every_option_is_on_the_cli_page(command: str) -> None:
         )
     ]
     assert missing == [], f"her-wrap {command} options missing from docs/cli.md"
+
+
+def test_cli_page_config_example_is_a_valid_config(tmp_path: Path) -> None:
+    text = (DOCS / "cli.md").read_text()
+    (example,) = re.findall(r"```yaml\n(.*?)```", text[text.index("## Configs") :], flags=re.DOTALL)[:1]
+    (tmp_path / "her.yml").write_text(example)
+    assert [config.env_id for config in validate_file(tmp_path / "her.yml")] == ["FetchReach-v4"]
 
 
 # --------------------------------------------------------------------------- examples run as printed
