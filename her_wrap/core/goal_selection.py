@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from her_wrap.core.settings import GoalSource
 from her_wrap.core.storage import EpisodeStorage
 from her_wrap.core.strategies import GoalSelectionStrategy
 
@@ -115,3 +116,41 @@ def select_goal_rows(
         offset = low + (rng.random(rings.size) * span).astype(np.int64)
     # The goal is next_achieved_goal[j], the observation row after step j.
     return (rings + offset + 1) % storage.n_rows, columns
+
+
+def select_goals_from_sources(
+    storage: EpisodeStorage,
+    rings: np.ndarray,
+    columns: np.ndarray,
+    sources: tuple[tuple[GoalSource, float], ...],
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Choose each transition's new goal from a mix of sources (:attr:`HindsightSettings.goal_sources`).
+
+    Every transition draws its source independently with the given shares. Sources that are strategies
+    go through :func:`select_goal_rows` (an observation row whose *achieved* goal is the new goal);
+    ``desired`` picks a stored transition of any episode uniformly, and its row's *desired* goal is the
+    new goal.
+
+    :return: ring rows and columns of the goals' rows, and a mask of the rows whose goal is the desired
+        goal there (None when no row is: every goal is an achieved goal)
+    """
+    if len(sources) == 1 and sources[0][0].strategy is not None:
+        strategy = sources[0][0].strategy
+        return (*select_goal_rows(storage, rings, columns, strategy, rng), None)
+    chosen = rng.choice(len(sources), size=rings.size, p=[share for _, share in sources])
+    goal_rings = np.empty(rings.size, dtype=np.int64)
+    goal_columns = np.empty(rings.size, dtype=np.int64)
+    from_desired = np.zeros(rings.size, dtype=bool)
+    for index, (source, _) in enumerate(sources):
+        rows = np.flatnonzero(chosen == index)
+        if rows.size == 0:
+            continue
+        if source.strategy is None:
+            goal_rings[rows], goal_columns[rows] = sample_transitions(storage, rows.size, rng)
+            from_desired[rows] = True
+        else:
+            goal_rings[rows], goal_columns[rows] = select_goal_rows(
+                storage, rings[rows], columns[rows], source.strategy, rng
+            )
+    return goal_rings, goal_columns, (from_desired if from_desired.any() else None)

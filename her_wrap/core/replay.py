@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from her_wrap.core.goal_selection import sample_transitions, select_goal_rows
+from her_wrap.core.goal_selection import sample_transitions, select_goal_rows, select_goals_from_sources
 from her_wrap.core.settings import HindsightSettings
 from her_wrap.core.storage import AddReport, EpisodeStorage, FieldSpec
 from her_wrap.core.strategies import GoalSelectionStrategy
@@ -253,9 +253,9 @@ class HindsightReplay:
             )
             indexes = rings * self.storage.n_envs + columns
         batch = self.storage.gather(rings, columns)
-        relabeled, rows, goal_rings, goal_columns = self._choose_relabels(rings, columns)
+        relabeled, rows, goal_rings, goal_columns, from_desired = self._choose_relabels(rings, columns)
         if goal_rings.size:
-            self._relabel(batch, rows, goal_rings, goal_columns)
+            self._relabel(batch, rows, goal_rings, goal_columns, from_desired)
         batch["indexes"] = indexes
         batch["relabeled"] = relabeled
         if weights is not None:
@@ -264,27 +264,28 @@ class HindsightReplay:
 
     def _choose_relabels(
         self, rings: np.ndarray, columns: np.ndarray
-    ) -> tuple[np.ndarray, slice | np.ndarray, np.ndarray, np.ndarray]:
-        """Which rows of a batch get new goals, and the observation rows those goals come from.
+    ) -> tuple[np.ndarray, slice | np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """Which rows of a batch get new goals, and the rows those goals come from.
 
-        :return: the relabeled mask, the same rows as a selector (a slice when they are a prefix), and
-            the ring rows and columns of the goals' observation rows
+        :return: the relabeled mask, the same rows as a selector (a slice when they are a prefix), the
+            ring rows and columns of the goals' rows, and a mask of those whose goal is the desired goal
+            stored there rather than the achieved one (None when every goal is achieved)
         """
         size = rings.size
         relabeled = np.zeros(size, dtype=bool)
         k = self.n_sampled_goal
         if k == 0:
             empty = np.empty(0, dtype=np.int64)
-            return relabeled, relabeled, empty, empty
+            return relabeled, relabeled, empty, empty, None
         if self.frozen_goals is None:
             # The rows of a batch are independent draws in random order, so its first k / (k + 1) are a
             # uniformly chosen share; a slice keeps the relabeling writes cheap.
             prefix = slice(0, size * k // (k + 1))
             relabeled[prefix] = True
-            goal_rings, goal_columns = select_goal_rows(
-                self.storage, rings[prefix], columns[prefix], self.strategy, self.rng
+            goal_rings, goal_columns, from_desired = select_goals_from_sources(
+                self.storage, rings[prefix], columns[prefix], self.settings.goal_sources, self.rng
             )
-            return relabeled, prefix, goal_rings, goal_columns
+            return relabeled, prefix, goal_rings, goal_columns, from_desired
         version = self.rng.integers(0, k + 1, size=size)  # 0: the original goal, i > 0: frozen goal i - 1
         relabeled = version > 0
         encoded = self.frozen_goals[rings[relabeled], columns[relabeled], version[relabeled] - 1]
@@ -306,7 +307,7 @@ class HindsightReplay:
             )
             goal_abs[stale] = self.storage.absolute_rows(fresh_rings, fresh_columns)
             goal_columns[stale] = fresh_columns
-        return relabeled, relabeled, goal_abs % self.storage.n_rows, goal_columns
+        return relabeled, relabeled, goal_abs % self.storage.n_rows, goal_columns, None
 
     def _relabel(
         self,
@@ -314,9 +315,16 @@ class HindsightReplay:
         relabeled: slice | np.ndarray,
         goal_rings: np.ndarray,
         goal_columns: np.ndarray,
+        from_desired: np.ndarray | None = None,
     ) -> None:
         goals = self._goal_of(self.storage.read_observation(self.achieved_goal_key, goal_rings, goal_columns))
         key = self.desired_goal_key
+        if from_desired is not None:
+            # Desired goals are goals already (goal_fn maps achieved states to goals, not these).
+            goals = goals.copy()
+            goals[from_desired] = self.storage.read_observation(
+                key, goal_rings[from_desired], goal_columns[from_desired]
+            )
         if goals.shape[1:] != batch[key].shape[1:]:
             raise ValueError(
                 f"Achieved goals have shape {goals.shape[1:]} but {key!r} has shape {batch[key].shape[1:]}; "

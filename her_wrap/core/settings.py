@@ -48,6 +48,44 @@ class LaBERVariant(str, Enum):
         raise ValueError(f"Unknown laber={value!r}; use one of {valid} or None (no LaBER).")
 
 
+class GoalSource(str, Enum):
+    """Where a relabeled goal may come from, in a :attr:`HindsightSettings.goal_mix`.
+
+    The first four are the goal selection strategies (achieved goals of the transition's own episode, or
+    of any stored one for ``random``); ``desired`` takes the desired goal of a stored transition of any
+    episode: goals the env itself asks for, which achieved goals may never have reached.
+    """
+
+    FUTURE = "future"
+    FINAL = "final"
+    EPISODE = "episode"
+    RANDOM = "random"
+    DESIRED = "desired"
+
+    @classmethod
+    def parse(cls, value: str | Enum) -> GoalSource:
+        """Accept a member, a :class:`GoalSelectionStrategy`, or a name in any case.
+
+        :raises ValueError: for anything else, listing the valid names
+        """
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, Enum):
+            value = value.name
+        if isinstance(value, str):
+            try:
+                return cls(value.strip().lower())
+            except ValueError:
+                pass
+        valid = ", ".join(repr(member.value) for member in cls)
+        raise ValueError(f"Unknown goal source {value!r} in goal_mix; use {valid}.")
+
+    @property
+    def strategy(self) -> GoalSelectionStrategy | None:
+        """The goal selection strategy that draws this source's goals, None for ``desired``."""
+        return None if self is GoalSource.DESIRED else GoalSelectionStrategy(self.value)
+
+
 def _is_integer(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | np.integer)
 
@@ -74,6 +112,10 @@ class HindsightSettings:
     :param laber: Large Batch Experience Replay weighting (``mean``, ``lazy``, ``max``, or None for none);
         needs a learner whose update takes sample weights (``HER``'s)
     :param laber_m: LaBER's large batch is ``laber_m`` times the batch size
+    :param goal_mix: relabeled goals drawn from several sources with given shares, e.g.
+        ``{"future": 0.6, "desired": 0.2, "random": 0.2}`` (see :class:`GoalSource`); each relabeled
+        transition draws its source independently. Shares are normalized to sum to 1. None (default): every
+        relabeled goal comes from ``goal_selection_strategy``; with a mix, that strategy is not used.
     :raises ValueError: for any value out of range, naming the valid ones
     """
 
@@ -85,6 +127,7 @@ class HindsightSettings:
     beta: float = 0.4
     laber: LaBERVariant | None = None
     laber_m: int = 4
+    goal_mix: tuple[tuple[GoalSource, float], ...] | None = None
 
     def __post_init__(self) -> None:
         set_field = object.__setattr__  # a frozen dataclass normalizes its own fields only here
@@ -120,6 +163,19 @@ class HindsightSettings:
             )
         set_field(self, "alpha", float(self.alpha))
         set_field(self, "beta", float(self.beta))
+        if self.goal_mix is not None:
+            set_field(self, "goal_mix", parse_goal_mix(self.goal_mix))
+            if not self.online:
+                raise ValueError(
+                    "goal_mix draws each relabeled goal's source at sample time: use it with online=True."
+                )
+
+    @property
+    def goal_sources(self) -> tuple[tuple[GoalSource, float], ...]:
+        """Sources of relabeled goals with their shares: :attr:`goal_mix`, or the strategy alone."""
+        if self.goal_mix is not None:
+            return self.goal_mix
+        return ((GoalSource(self.goal_selection_strategy.value), 1.0),)
 
     @property
     def weighted(self) -> bool:
@@ -139,6 +195,8 @@ class HindsightSettings:
         values = self.as_kwargs()
         values["goal_selection_strategy"] = self.goal_selection_strategy.value
         values["laber"] = None if self.laber is None else self.laber.value
+        if self.goal_mix is not None:
+            values["goal_mix"] = {source.value: share for source, share in self.goal_mix}
         return values
 
     @classmethod
@@ -157,6 +215,29 @@ class HindsightSettings:
                 f"Unknown hindsight setting {', '.join(hints)}; the settings are {', '.join(SETTING_NAMES)}."
             )
         return cls(**values)
+
+
+def parse_goal_mix(mix: Any) -> tuple[tuple[GoalSource, float], ...]:
+    """Normalized ``(source, share)`` pairs, in :class:`GoalSource` order, from a mapping or pairs."""
+    try:
+        pairs = [(source, share) for source, share in (mix.items() if isinstance(mix, Mapping) else mix)]
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"goal_mix must map goal sources to shares, e.g. {{'future': 0.8, 'desired': 0.2}}; got {mix!r}."
+        ) from None
+    shares: dict[GoalSource, float] = {}
+    for source, share in pairs:
+        parsed = GoalSource.parse(source)
+        if parsed in shares:
+            raise ValueError(f"goal_mix names {parsed.value!r} twice.")
+        shares[parsed] = share
+    for source, share in shares.items():
+        if not _is_real(share) or not math.isfinite(share) or share < 0:
+            raise ValueError(f"goal_mix share of {source.value!r} must be a number >= 0, got {share!r}.")
+    total = float(sum(shares.values()))
+    if total <= 0:
+        raise ValueError(f"goal_mix shares must sum to more than 0, got {mix!r}.")
+    return tuple((source, float(shares[source]) / total) for source in GoalSource if source in shares)
 
 
 #: Names of the settings, in the constructor's order.

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from her_wrap.core.replay import HindsightReplay, check_batch_size
-from her_wrap.core.settings import HindsightSettings
+from her_wrap.core.settings import HindsightSettings, parse_goal_mix
 from her_wrap.core.storage import FieldSpec
 from her_wrap.core.strategies import GoalSelectionStrategy
 
@@ -114,6 +114,9 @@ class HindsightReplayBuffer:
     :param online: relabel at sample time (True) or freeze the goals at episode end (False, as cpprb)
     :param compact: store the state once per row (see the note)
     :param seed: seed or ``np.random.Generator`` for every random draw
+    :param goal_mix: relabeled goals from several sources with shares (``{"future": 0.8, "desired": 0.2}``;
+        ``desired``: the goals given to ``on_episode_end`` for other episodes); replaces ``strategy``
+        (online only; see :class:`~her_wrap.HindsightSettings`)
     :param alpha: priority exponent (cpprb's default 0.6)
     :param eps: added to priorities before the exponent (cpprb's default 1e-4)
     :param kwargs: ``default_dtype`` (cpprb's, float32 by default) for fields that name no dtype
@@ -137,6 +140,7 @@ class HindsightReplayBuffer:
         online: bool = True,
         compact: bool = True,
         seed: int | np.random.Generator | None = None,
+        goal_mix: Mapping[str, float] | None = None,
         alpha: float = 0.6,
         eps: float = 1e-4,
         **kwargs: Any,
@@ -181,6 +185,7 @@ class HindsightReplayBuffer:
             online=online,
             prioritized=prioritized,
             alpha=alpha,
+            goal_mix=None if goal_mix is None else parse_goal_mix(goal_mix),
         )
         missing = [key for key in (state, action, next_state) if key not in env_dict]
         if missing:

@@ -609,8 +609,9 @@ class EpisodeStorage:
         return batch
 
     def read_observation(self, name: str, ring_rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
-        """Copy one observation field at the given slots."""
-        group = next(group for group in self.observation_groups if name in group.members)
+        """Copy one field (an observation field, or a step field) at the given slots."""
+        groups = (*self.observation_groups, *self.step_groups)
+        group = next(group for group in groups if name in group.members)
         return group.take(ring_rows * self.n_envs + columns, names=(name,))[name]
 
     def clear(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import inspect
 import pathlib
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -18,7 +19,7 @@ from stable_baselines3.common.save_util import load_from_pkl, save_to_pkl
 from stable_baselines3.common.type_aliases import MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from her_wrap.core.settings import HindsightSettings, LaBERVariant
+from her_wrap.core.settings import HindsightSettings, LaBERVariant, parse_goal_mix
 from her_wrap.core.strategies import GoalSelectionStrategy
 from her_wrap.sb3.learner_env import DEFAULT_NORMALIZE_KWARGS, normalize_kwargs_of, prepare_learner_env
 from her_wrap.sb3.learners import resolve_model_class
@@ -62,6 +63,9 @@ class HER:
     :param online: relabel at sample time (default) or once at episode end (stable-baselines v2)
     :param laber: ``"mean"``, ``"lazy"``, ``"max"`` for Large Batch Experience Replay, or None
     :param laber_m: LaBER's large batch is ``laber_m`` times the batch size
+    :param goal_mix: relabeled goals from several sources with shares, e.g. ``{"future": 0.6,
+        "desired": 0.2, "random": 0.2}`` (``desired``: other episodes' desired goals); replaces
+        ``goal_selection_strategy`` (see :class:`~her_wrap.HindsightSettings`; online relabeling only)
     :param prioritized: proportional prioritized replay (PER)
     :param alpha: PER priority exponent
     :param beta: PER importance exponent at the start; annealed linearly to 1 over ``learn``
@@ -97,6 +101,7 @@ class HER:
         online: bool = True,
         laber: str | LaBERVariant | None = None,
         laber_m: int = 4,
+        goal_mix: Mapping[str, float] | None = None,
         prioritized: bool = False,
         alpha: float = 0.6,
         beta: float = 0.4,
@@ -134,6 +139,7 @@ class HER:
                     beta=beta,
                     laber=None if laber is None else LaBERVariant.parse(laber),
                     laber_m=laber_m,
+                    goal_mix=None if goal_mix is None else parse_goal_mix(goal_mix),
                 ),
                 store_infos=store_infos,
                 normalize_kwargs=normalize_kwargs_of(normalize, model_kwargs.get("gamma")),
