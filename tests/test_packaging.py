@@ -39,22 +39,32 @@ def run(command: list[str], cwd: Path, timeout: float = 120) -> subprocess.Compl
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel, built offline from a copy of the sources (the build writes nothing into the checkout)."""
-    source = tmp_path_factory.mktemp("source")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the sources, so that building writes nothing into the checkout."""
+    copy = tmp_path_factory.mktemp("source")
     for name in SOURCES:
         if (REPO / name).is_dir():
-            shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copytree(REPO / name, copy / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
-            shutil.copy2(REPO / name, source / name)
-    dist = tmp_path_factory.mktemp("dist")
+            shutil.copy2(REPO / name, copy / name)
+    return copy
+
+
+def build_wheel(target: Path, dist: Path) -> Path:
+    """``pip wheel`` of a source folder or an sdist, offline."""
     run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
-         "-w", str(dist), str(source)],
-        cwd=source,
+         "-w", str(dist), str(target)],
+        cwd=dist,
     )  # fmt: skip
     (built,) = dist.glob("her_wrap-*.whl")
     return built
+
+
+@pytest.fixture(scope="module")
+def wheel(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel, built offline from the sources."""
+    return build_wheel(source, tmp_path_factory.mktemp("dist"))
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +120,16 @@ def test_wheel_declares_the_her_wrap_command(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         entry_points = archive.read(f"{dist_info(wheel)}/entry_points.txt").decode()
     assert "her-wrap = her_wrap.runs.cli:main" in entry_points.splitlines()
+
+
+def test_wheel_built_from_the_sdist_has_the_same_files(
+    source: Path, wheel_names: list[str], tmp_path: Path
+) -> None:
+    build = "import sys; from setuptools import build_meta; print(build_meta.build_sdist(sys.argv[1]))"
+    sdist = tmp_path / run([sys.executable, "-c", build, str(tmp_path)], cwd=source).stdout.split()[-1]
+    (tmp_path / "dist").mkdir()
+    with zipfile.ZipFile(build_wheel(sdist, tmp_path / "dist")) as archive:
+        assert sorted(archive.namelist()) == sorted(wheel_names)
 
 
 # --------------------------------------------------------------------------- installed, run from elsewhere
