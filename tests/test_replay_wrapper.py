@@ -201,3 +201,11 @@ def test_strategy_picks_goals_among_the_achieved_goals_it_names(strategy):
         state: goals | {tuple(GOAL)} for state, goals in RELABELED_GOALS_OF_FIRST_EPISODE[strategy].items()
     }
     assert seen == expected
+
+
+@pytest.mark.parametrize("n_envs", [1, 2, 4])
+def test_her_buffer_size_counts_transitions_over_all_envs_as_sb3(n_envs):
+    """buffer_size is divided among the envs once: each env column gets buffer_size // n_envs rows."""
+    venv = DummyVecEnv([lambda: BitFlippingEnv(n_bits=3)] * n_envs)
+    storage = HER("MultiInputPolicy", venv, DQN, buffer_size=1000).replay_buffer.replay.storage
+    assert (storage.n_rows, storage.n_envs) == (1000 // n_envs, n_envs)
