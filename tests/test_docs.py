@@ -37,10 +37,14 @@ def blocks(page: str, language: str) -> list[str]:
 # --------------------------------------------------------------------------- the build
 
 
-def test_site_builds_in_strict_mode(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``mkdocs build --strict`` into a temporary folder: any warning (a broken link, an unknown name in
+    a docstring's parameters, a page missing from the nav that it links) fails it."""
     pytest.importorskip("mkdocs", reason="the docs extra (pip install -e '.[docs]')")
+    site_dir = tmp_path_factory.mktemp("site")
     completed = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -48,6 +52,17 @@ def test_site_builds_in_strict_mode(tmp_path: Path) -> None:
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
     assert completed.returncode == 0, report(completed)
+    return site_dir
+
+
+def test_site_builds_in_strict_mode(site: Path) -> None:
+    assert (site / "index.html").is_file()
+
+
+def test_api_pages_show_no_restructuredtext_markup(site: Path) -> None:
+    markup = re.compile(r":(class|meth|func|attr|data|mod):`|\.\. note::|::</p>")
+    pages = {str(page.relative_to(site)): page.read_text() for page in (site / "api").rglob("*.html")}
+    assert [name for name, text in pages.items() if markup.search(text)] == []
 
 
 # --------------------------------------------------------------------------- the API reference
