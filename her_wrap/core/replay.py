@@ -79,6 +79,7 @@ class HindsightReplay:
     :param terminated_fn: vectorized termination for a goal, see :data:`TerminatedFn`
     :param goal_fn: maps the ``achieved_goal_key`` field to a goal (identity when None)
     :param store_infos: keep info dicts (by reference) and pass them to ``reward_fn``
+    :param discount: ``gamma`` of n-step returns (needed when ``settings.n_steps > 1``)
     :param eps: added to priorities before the exponent (prioritized only)
     :param seed: seed or generator for every random draw
     """
@@ -99,6 +100,7 @@ class HindsightReplay:
         terminated_fn: TerminatedFn | None = None,
         goal_fn: Callable[[np.ndarray], np.ndarray] | None = None,
         store_infos: bool = False,
+        discount: float | None = None,
         eps: float = 1e-6,
         seed: int | np.random.Generator | None = None,
     ) -> None:
@@ -128,6 +130,7 @@ class HindsightReplay:
         self.reward_fn = reward_fn
         self.terminated_fn = terminated_fn
         self.goal_fn = goal_fn
+        self.discount = discount
         self.rng = as_generator(seed)
         self.storage = EpisodeStorage(
             capacity,
@@ -256,6 +259,8 @@ class HindsightReplay:
         relabeled, rows, goal_rings, goal_columns, from_desired = self._choose_relabels(rings, columns)
         if goal_rings.size:
             self._relabel(batch, rows, goal_rings, goal_columns, from_desired)
+        if self.settings.n_steps > 1:
+            self._n_step_returns(batch, rings, columns, relabeled)
         batch["indexes"] = indexes
         batch["relabeled"] = relabeled
         if weights is not None:
@@ -352,6 +357,84 @@ class HindsightReplay:
             else:
                 terminated = np.asarray(self.terminated_fn(achieved, goals, infos))
                 target[relabeled] = terminated.reshape(target[relabeled].shape)
+
+    def _n_step_returns(
+        self, batch: dict[str, np.ndarray], rings: np.ndarray, columns: np.ndarray, relabeled: np.ndarray
+    ) -> None:
+        """Turn one-step samples into n-step ones, for each sample's own (relabeled or original) goal.
+
+        Worked example, ``n_steps = 3``, a relabeled sample at step 4 of an episode of 6 steps (0-5) whose
+        goal is reached at step 5: the reward is ``r_4 + gamma * r_5`` (both recomputed for the new goal),
+        the sample terminates (reached at step 5), the next observation is ``o_6`` and ``discounts`` is
+        ``gamma ** 2``. Original-goal samples use the stored rewards and terminations.
+        """
+        if self.discount is None:
+            raise ValueError(
+                "n_steps > 1 needs the discount of the returns: pass discount=gamma to HindsightReplay "
+                "(HER and the SB3 buffers pass the learner's gamma)."
+            )
+        gamma, n_rows = float(self.discount), self.storage.n_rows
+        goal_key, reward_key = self.desired_goal_key, self.reward_key
+        _, remaining = self.storage.steps_to_episode_end(rings, columns)
+        horizon = np.minimum(remaining, self.settings.n_steps)
+        goals = batch[goal_key]
+        returns = batch[reward_key].astype(np.float64)
+        terminated_key = self.terminated_key if self.terminated_key in batch else None
+        done = (
+            batch[terminated_key].astype(bool) if terminated_key is not None else np.zeros(rings.size, bool)
+        )
+        taken = np.ones(rings.size, dtype=np.int64)
+        alive = ~done
+        for k in range(1, self.settings.n_steps):
+            rows = np.flatnonzero(alive & (horizon > k))
+            if rows.size == 0:
+                break
+            step_rings, step_columns = (rings[rows] + k) % n_rows, columns[rows]
+            reward = self.storage.read_observation(reward_key, step_rings, step_columns).astype(np.float64)
+            terminated = (
+                self.storage.read_observation(terminated_key, step_rings, step_columns).astype(bool)
+                if terminated_key is not None
+                else np.zeros(rows.size, bool)
+            )
+            new_goal = relabeled[rows]
+            if new_goal.any():
+                achieved = self._goal_of(
+                    self.storage.read_observation(
+                        self.achieved_goal_key, (step_rings[new_goal] + 1) % n_rows, step_columns[new_goal]
+                    )
+                )
+                infos = (
+                    None
+                    if self.storage.infos is None
+                    else self.storage.infos[step_rings[new_goal], step_columns[new_goal]]
+                )
+                if self.reward_fn is None:
+                    raise ValueError("n_steps > 1 sums rewards recomputed for each goal: set reward_fn.")
+                reward[new_goal] = np.asarray(self.reward_fn(achieved, goals[rows][new_goal], infos)).reshape(
+                    -1
+                )
+                if self.terminated_fn is None:
+                    terminated[new_goal] = False
+                else:
+                    terminated[new_goal] = np.asarray(
+                        self.terminated_fn(achieved, goals[rows][new_goal], infos)
+                    ).reshape(-1)
+            returns[rows] += gamma**k * reward
+            taken[rows] = k + 1
+            done[rows] |= terminated
+            alive[rows] &= ~terminated
+        moved = np.flatnonzero(taken > 1)
+        if moved.size:
+            next_rings, next_columns = (rings[moved] + taken[moved]) % n_rows, columns[moved]
+            for name in self.storage.observation_specs:
+                if name != goal_key or not self.goal_in_observation:
+                    batch["next_" + name][moved] = self.storage.read_observation(
+                        name, next_rings, next_columns
+                    )
+        batch[reward_key] = returns.astype(batch[reward_key].dtype)
+        if terminated_key is not None:
+            batch[terminated_key] = done.astype(batch[terminated_key].dtype)
+        batch["discounts"] = (gamma**taken).astype(np.float32)
 
     def _goal_of(self, values: np.ndarray) -> np.ndarray:
         return values if self.goal_fn is None else np.asarray(self.goal_fn(values))

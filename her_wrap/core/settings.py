@@ -116,6 +116,10 @@ class HindsightSettings:
         ``{"future": 0.6, "desired": 0.2, "random": 0.2}`` (see :class:`GoalSource`); each relabeled
         transition draws its source independently. Shares are normalized to sum to 1. None (default): every
         relabeled goal comes from ``goal_selection_strategy``; with a mix, that strategy is not used.
+    :param n_steps: n-step returns: a sample's reward sums ``gamma ** i * r_{t+i}`` over up to ``n_steps``
+        steps of its episode, every one recomputed for the sample's (relabeled) goal, stopping where the
+        episode ends or the goal is reached (terminated); the next observation is the one after the last
+        step summed and ``discounts`` is ``gamma ** steps``. 1 (default): one-step transitions
     :raises ValueError: for any value out of range, naming the valid ones
     """
 
@@ -128,6 +132,7 @@ class HindsightSettings:
     laber: LaBERVariant | None = None
     laber_m: int = 4
     goal_mix: tuple[tuple[GoalSource, float], ...] | None = None
+    n_steps: int = 1
 
     def __post_init__(self) -> None:
         set_field = object.__setattr__  # a frozen dataclass normalizes its own fields only here
@@ -151,6 +156,9 @@ class HindsightSettings:
                 f"got {self.laber_m!r}."
             )
         set_field(self, "laber_m", int(self.laber_m))
+        if not _is_integer(self.n_steps) or self.n_steps < 1:
+            raise ValueError(f"n_steps must be an integer >= 1 (1: one-step returns), got {self.n_steps!r}.")
+        set_field(self, "n_steps", int(self.n_steps))
         if self.laber is not None and self.prioritized:
             raise ValueError(
                 "Choose one of laber and prioritized: LaBER already weights samples by their TD error."

@@ -66,6 +66,8 @@ class HER:
     :param goal_mix: relabeled goals from several sources with shares, e.g. ``{"future": 0.6,
         "desired": 0.2, "random": 0.2}`` (``desired``: other episodes' desired goals); replaces
         ``goal_selection_strategy`` (see :class:`~her_wrap.HindsightSettings`; online relabeling only)
+    :param n_steps: n-step returns whose intermediate rewards are recomputed for each sample's (relabeled)
+        goal, discounted by the learner's gamma (1: one-step; see :class:`~her_wrap.HindsightSettings`)
     :param prioritized: proportional prioritized replay (PER)
     :param alpha: PER priority exponent
     :param beta: PER importance exponent at the start; annealed linearly to 1 over ``learn``
@@ -102,6 +104,7 @@ class HER:
         laber: str | LaBERVariant | None = None,
         laber_m: int = 4,
         goal_mix: Mapping[str, float] | None = None,
+        n_steps: int = 1,
         prioritized: bool = False,
         alpha: float = 0.6,
         beta: float = 0.4,
@@ -140,6 +143,7 @@ class HER:
                     laber=None if laber is None else LaBERVariant.parse(laber),
                     laber_m=laber_m,
                     goal_mix=None if goal_mix is None else parse_goal_mix(goal_mix),
+                    n_steps=n_steps,
                 ),
                 store_infos=store_infos,
                 normalize_kwargs=normalize_kwargs_of(normalize, model_kwargs.get("gamma")),

@@ -96,6 +96,8 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
     :param handle_timeout_termination: a step whose info says ``TimeLimit.truncated`` keeps its bootstrap
         (default); False counts it as terminal, as SB3 does with that setting
     :param seed: seed of the relabeling and sampling draws
+    :param discount: ``gamma`` of n-step returns (``settings.n_steps > 1``); ``for_learner`` passes the
+        learner's
     """
 
     def __init__(
@@ -113,6 +115,7 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
         copy_info_dict: bool = False,
         handle_timeout_termination: bool = True,
         seed: int | None = None,
+        discount: float | None = None,
     ) -> None:
         # SB3's HerReplayBuffer.__init__ would allocate its own arrays: only the base class's bookkeeping.
         BaseBuffer.__init__(self, buffer_size, observation_space, action_space, device=device, n_envs=n_envs)
@@ -157,6 +160,7 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
             n_envs=self.n_envs,
             settings=settings,
             store_infos=bool(self.store_infos),
+            discount=discount,
             seed=seed,
         )
         # What is still to find out on real data: whether compute_reward reads infos (None: not yet); the
@@ -203,6 +207,7 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
             layout=layout,
             store_infos=store_infos,
             seed=seed,
+            discount=learner.gamma,
         )
 
     # ------------------------------------------------------------------ configuration
@@ -494,6 +499,8 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
             rewards = self._normalize_reward(rewards, env)
         dones = batch["terminated"].astype(np.float32).reshape(-1, 1)
         tensor = self._tensor
+        # n-step samples: gamma ** steps of each, which SB3's train() uses in place of gamma.
+        discounts = tensor(batch["discounts"].reshape(-1, 1)) if "discounts" in batch else None
         if self.flat:
             assert self.layout is not None
             return ReplayBufferSamples(
@@ -502,6 +509,7 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
                 next_observations=tensor(self.layout.flatten(next_observations)),
                 dones=tensor(dones),
                 rewards=tensor(rewards),
+                discounts=discounts,
             )
         return DictReplayBufferSamples(
             observations=self._tensors(observations),
@@ -509,6 +517,7 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
             next_observations=self._tensors(next_observations),
             dones=tensor(dones),
             rewards=tensor(rewards),
+            discounts=discounts,
         )
 
     def _tensor(self, array: np.ndarray) -> th.Tensor:
