@@ -1,4 +1,5 @@
-"""Uniform vs LaBER-mean vs prioritized replay under HER, same budget, several seeds.
+"""Sampling options under HER, same budget, several seeds: uniform vs LaBER-mean vs prioritized replay
+(the default), or any of n-step returns and goal mixes (``--methods``, ``--name``).
 
 Greedy success on fresh episodes is measured every ``--eval-every`` env steps; the script writes a
 markdown table (steps to 0.9 success, final success, wall time per gradient update) and a PNG of the
@@ -7,6 +8,8 @@ mean ± std curves.
     python scripts/bench_laber.py --task bitflip --n-bits 25 --timesteps 150000 --seeds 5
     python scripts/bench_laber.py --task fetchreach --timesteps 6000 --seeds 5
     python scripts/bench_laber.py --quick          # a one-minute smoke run
+    python scripts/bench_laber.py --task bitflip --n-bits 20 --timesteps 30000 --eval-every 3000 --seeds 3 \
+        --methods uniform n-step-3 goal-mix --name sampling
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ METHODS: dict[str, dict[str, Any]] = {
     "uniform": {},
     "laber-mean": {"laber": "mean", "laber_m": 4},
     "per": {"prioritized": True, "alpha": 0.6, "beta": 0.4},
+    "n-step-3": {"n_steps": 3},
+    "goal-mix": {"goal_mix": {"future": 0.6, "desired": 0.2, "random": 0.2}},
 }
 
 
@@ -207,7 +212,12 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=10_000)
     parser.add_argument("--eval-episodes", type=int, default=50)
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
+    parser.add_argument(
+        "--methods", nargs="+", choices=list(METHODS), default=["uniform", "laber-mean", "per"]
+    )
+    parser.add_argument(
+        "--name", default="laber", help="pages are written as docs/bench_<name>_<task>.md (and .png, .json)"
+    )
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("docs"))
     parser.add_argument("--quick", action="store_true", help="tiny budget smoke run")
     args = parser.parse_args()
@@ -237,18 +247,20 @@ def main() -> None:
     rows = summarize(runs, args.timesteps)
     command = (
         f"python scripts/bench_laber.py --task {args.task} --n-bits {args.n_bits} --timesteps {args.timesteps} "
-        f"--eval-every {args.eval_every} --seeds {args.seeds}" + (" --quick" if args.quick else "")
+        f"--eval-every {args.eval_every} --seeds {args.seeds}"
+        + ("" if args.name == "laber" else f" --methods {' '.join(args.methods)} --name {args.name}")
+        + (" --quick" if args.quick else "")
     )
     text = markdown(rows, title, command)
     print(text)
     if not args.quick:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / f"bench_laber_{name}.md").write_text(text)
-        (args.out / f"bench_laber_{name}.json").write_text(
+        (args.out / f"bench_{args.name}_{name}.md").write_text(text)
+        (args.out / f"bench_{args.name}_{name}.json").write_text(
             json.dumps({"rows": rows, "runs": [run.__dict__ for run in runs]}, indent=1)
         )
-        plot(runs, title, args.out / f"bench_laber_{name}.png")
-        print(f"wrote {args.out / f'bench_laber_{name}.md'} and .png")
+        plot(runs, title, args.out / f"bench_{args.name}_{name}.png")
+        print(f"wrote {args.out / f'bench_{args.name}_{name}.md'} and .png")
 
 
 if __name__ == "__main__":
