@@ -176,9 +176,24 @@ def test_loaded_buffer_samples_with_the_env_restored(tmp_path):
     model = learner(SAC, bit_flipping(SAC))
     model.learn(150)
     model.save_replay_buffer(tmp_path / "buffer.pkl")
-    model.load_replay_buffer(tmp_path / "buffer.pkl")
+    with pytest.warns(UserWarning, match="will be truncated"):
+        model.load_replay_buffer(tmp_path / "buffer.pkl")
     model.learn(50, reset_num_timesteps=False)
     assert model.replay_buffer.size() == 200 and model.replay_buffer.goal_functions is not None
+
+
+def test_a_loaded_model_goes_on_training_with_its_loaded_buffer(tmp_path):
+    env = DummyVecEnv([lambda: bit_flipping(SAC)])
+    model = learner(SAC, env)
+    model.learn(150)
+    model.save(tmp_path / "model.zip")
+    model.save_replay_buffer(tmp_path / "buffer.pkl")
+    loaded = SAC.load(tmp_path / "model.zip", env=env)
+    with pytest.warns(UserWarning, match="will be truncated"):
+        loaded.load_replay_buffer(tmp_path / "buffer.pkl")
+    updates = loaded._n_updates
+    loaded.learn(50, reset_num_timesteps=False)
+    assert type(loaded.replay_buffer) is HerReplayBuffer and loaded._n_updates > updates
 
 
 def test_steps_added_after_unpickling_reach_the_samples():
