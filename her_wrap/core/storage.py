@@ -96,8 +96,9 @@ class EpisodeStorage:
         rows = (self.n_rows, self.n_envs)
         # Fields of one dtype and at most one dimension share one array, so that reading a batch is one
         # copy per dtype rather than one per field; `observations` and `steps` hold views into them.
-        self.observation_groups = _packed_groups(rows, self.observation_specs)
-        self.step_groups = _packed_groups(rows, self.step_specs)
+        # Observation and step fields of one dtype share a group: a sampled transition's observation and
+        # step values are one row of one array, read together.
+        self.groups = _packed_groups(rows, self.observation_specs, self.step_specs)
         self.infos: np.ndarray | None = np.empty(rows, dtype=object) if store_infos else None
         # Step of the transition stored in a row; -1 when the row holds only an observation.
         self.step_index = np.full(rows, -1, dtype=np.int32)
@@ -116,10 +117,10 @@ class EpisodeStorage:
         Views are rebuilt here rather than pickled: a pickled view comes back as a copy of its own, and
         writes through it would no longer reach the array that sampling reads.
         """
-        self.observations = _field_views(self.observation_groups)
-        self.steps = _field_views(self.step_groups)
-        self._observation_writers = _flat_writers(self.observation_groups)
-        self._step_writers = _flat_writers(self.step_groups)
+        self.observations = _field_views(self.groups, self.observation_specs)
+        self.steps = _field_views(self.groups, self.step_specs)
+        self._observation_writers = _flat_writers(self.groups, self.observation_specs)
+        self._step_writers = _flat_writers(self.groups, self.step_specs)
         self._readers = {
             name: (flat, index) for name, flat, index in (*self._observation_writers, *self._step_writers)
         }
@@ -614,13 +615,14 @@ class EpisodeStorage:
         # Observations and next observations in one read per group: both sets of rows, split afterwards.
         both = np.concatenate((slots, next_slots))
         batch: dict[str, np.ndarray] = {}
-        for group in self.observation_groups:
+        for group in self.groups:
+            if not group.observation_names:
+                batch.update(group.take(slots))
+                continue
             rows = group.rows(both)
             current, following = rows[: slots.size], rows[slots.size :]
             batch.update(group.split(current))
-            batch.update(group.split(following, prefix=next_prefix))
-        for group in self.step_groups:
-            batch.update(group.take(slots))
+            batch.update(group.split(following, prefix=next_prefix, names=group.observation_names))
         if self.infos is not None:
             batch["infos"] = self.infos.reshape(-1).take(slots)
         return batch
@@ -644,7 +646,7 @@ class EpisodeStorage:
     @property
     def nbytes(self) -> int:
         """Bytes held by the storage arrays (info dicts themselves not counted)."""
-        arrays = [group.array for group in (*self.observation_groups, *self.step_groups)]
+        arrays = [group.array for group in self.groups]
         arrays += [self.step_index, self.episode_length]
         if self.infos is not None:
             arrays.append(self.infos)
@@ -659,11 +661,13 @@ class FieldGroup:
         two or more dimensions are stored unpacked, in a group of their own)
     :param members: field name -> (index or slice in the last axis, the field's shape)
     :param packed: whether ``array`` packs its members along its last axis
+    :param observation_names: the members that are observation fields (read at the next row too)
     """
 
     array: np.ndarray
     members: dict[str, tuple[int | slice, tuple[int, ...]]]
     packed: bool = True
+    observation_names: tuple[str, ...] = ()
 
     def take(
         self, slots: np.ndarray, *, prefix: str = "", names: tuple[str, ...] | None = None
@@ -685,17 +689,21 @@ class FieldGroup:
         return {prefix + name: rows[:, index] for name, (index, _) in wanted.items()}
 
 
-def _packed_groups(rows: tuple[int, int], specs: Mapping[str, FieldSpec]) -> list[FieldGroup]:
-    """Allocate the groups of fields: one packed array per dtype for fields of at most one dimension,
-    one array of its own for each field of more dimensions."""
+def _packed_groups(
+    rows: tuple[int, int], observation_specs: Mapping[str, FieldSpec], step_specs: Mapping[str, FieldSpec]
+) -> list[FieldGroup]:
+    """Allocate the groups of fields: one packed array per dtype for fields of at most one dimension
+    (observation fields first, then step fields), one array of its own for each field of more dimensions."""
     groups: list[FieldGroup] = []
+    specs = {**observation_specs, **step_specs}
     by_dtype: dict[np.dtype, list[str]] = {}
     for name, spec in specs.items():
         if len(spec.shape) <= 1:
             by_dtype.setdefault(spec.dtype, []).append(name)
         else:
             array = np.zeros(rows + spec.shape, dtype=spec.dtype)
-            groups.append(FieldGroup(array, {name: (slice(None), spec.shape)}, packed=False))
+            observed = (name,) if name in observation_specs else ()
+            groups.append(FieldGroup(array, {name: (slice(None), spec.shape)}, False, observed))
     for dtype, names in by_dtype.items():
         widths = [int(np.prod(specs[name].shape, dtype=np.int64)) for name in names]
         array = np.zeros((*rows, sum(widths)), dtype=dtype)
@@ -706,24 +714,31 @@ def _packed_groups(rows: tuple[int, int], specs: Mapping[str, FieldSpec]) -> lis
             index: int | slice = start if shape == () else slice(start, start + width)
             members[name] = (index, shape)
             start += width
-        groups.append(FieldGroup(array, members))
+        groups.append(
+            FieldGroup(array, members, True, tuple(name for name in names if name in observation_specs))
+        )
     return groups
 
 
-def _field_views(groups: list[FieldGroup]) -> dict[str, np.ndarray]:
-    """Each field as a view of shape ``(n_rows, n_envs, *shape)`` into its group's array."""
+def _field_views(groups: list[FieldGroup], specs: Mapping[str, FieldSpec]) -> dict[str, np.ndarray]:
+    """The fields of ``specs``, each as a view of shape ``(n_rows, n_envs, *shape)`` into its group's array."""
     views: dict[str, np.ndarray] = {}
     for group in groups:
         for name, (index, _) in group.members.items():
-            views[name] = group.array[:, :, index] if group.packed else group.array
+            if name in specs:
+                views[name] = group.array[:, :, index] if group.packed else group.array
     return views
 
 
-def _flat_writers(groups: list[FieldGroup]) -> list[tuple[str, np.ndarray, Any]]:
-    """``(name, flat view, index)`` per field: ``flat[ring * n_envs + column, index] = value`` writes one row."""
+def _flat_writers(
+    groups: list[FieldGroup], specs: Mapping[str, FieldSpec]
+) -> list[tuple[str, np.ndarray, Any]]:
+    """``(name, flat view, index)`` per field of ``specs``: ``flat[ring * n_envs + column, index] = value``
+    writes one row."""
     writers: list[tuple[str, np.ndarray, Any]] = []
     for group in groups:
         flat = group.array.reshape(-1, *group.array.shape[2:])
         for name, (index, _) in group.members.items():
-            writers.append((name, flat, index if group.packed else Ellipsis))
+            if name in specs:
+                writers.append((name, flat, index if group.packed else Ellipsis))
     return writers
