@@ -630,7 +630,10 @@ class EpisodeStorage:
     def read_observation(self, name: str, ring_rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
         """Copy one field (an observation field, or a step field) at the given slots."""
         flat, index = self._readers[name]
-        return flat[ring_rows if self.n_envs == 1 else ring_rows * self.n_envs + columns, index]
+        # take then slice: several times faster than indexing flat[slots, index] in one go
+        return flat.take(ring_rows if self.n_envs == 1 else ring_rows * self.n_envs + columns, axis=0)[
+            :, index
+        ]
 
     def clear(self) -> None:
         """Forget every stored row (the arrays keep their memory)."""
