@@ -219,8 +219,11 @@ class EpisodeStorage:
         # (ring_rows, columns) on the 2-D array, and these reads sit on every sample's hot path.
         slots = ring_rows if self.n_envs == 1 else ring_rows * self.n_envs + columns
         step = self.step_index.reshape(-1).take(slots)
-        absolute = self.absolute_rows(ring_rows, columns)
-        valid = (step >= 0) & (absolute - step >= self.oldest(columns))
+        if self.n_envs == 1 and int(self.written[0]) <= self.n_rows:
+            # Nothing overwritten yet: every episode start is still stored, so a transition row is one.
+            valid = step >= 0
+        else:
+            valid = (step >= 0) & (self.absolute_rows(ring_rows, columns) - step >= self.oldest(columns))
         if finished_only:
             valid &= self.episode_length.reshape(-1).take(slots) > 0
         return valid
