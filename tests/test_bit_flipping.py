@@ -48,9 +48,18 @@ def test_continuous_mode_has_a_unit_box_action() -> None:
     assert BitFlippingEnv(n_bits=6, continuous=True).action_space == spaces.Box(-1, 1, (6,), dtype=np.float32)
 
 
+ENCODINGS = {
+    "vector": {},
+    "discrete observations": {"discrete_obs_space": True},
+    "channel-first images": {"image_obs_space": True},
+    "channel-last images": {"image_obs_space": True, "channel_first": False},
+}
+
+
 @pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
-def test_gymnasium_env_checker_passes_without_warnings(continuous: bool) -> None:
-    env = gymnasium.make("BitFlipping-v0", n_bits=5, continuous=continuous).unwrapped
+@pytest.mark.parametrize("encoding", ENCODINGS.values(), ids=ENCODINGS.keys())
+def test_gymnasium_env_checker_passes_without_warnings(continuous: bool, encoding: dict) -> None:
+    env = gymnasium.make("BitFlipping-v0", n_bits=5, continuous=continuous, **encoding).unwrapped
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_env(env)
@@ -61,6 +70,96 @@ def test_stable_baselines3_env_checker_passes() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         sb3_checker.check_env(BitFlippingEnv(n_bits=5), warn=True)
+
+
+# ---------------------------------------------------------------- observation encodings
+
+
+def bits_of(env: BitFlippingEnv, key: str, observation: dict) -> list[int]:
+    """The bits an encoded observation part holds, read back by the documented encoding."""
+    part = np.asarray(observation[key])
+    if env.discrete_obs_space:
+        return [(int(part) >> i) & 1 for i in range(env.n_bits)]
+    if env.image_obs_space:
+        return (part.reshape(-1)[: env.n_bits] // 255).astype(int).tolist()
+    return part.astype(int).tolist()
+
+
+def test_discrete_observations_are_integers_with_bit_i_worth_two_to_the_i() -> None:
+    env = BitFlippingEnv(n_bits=6, discrete_obs_space=True)
+    observation, _ = env.reset(seed=2)
+    expected = sum(int(bit) << i for i, bit in enumerate(env.state))
+    assert (observation["achieved_goal"], type(observation["achieved_goal"])) == (expected, np.int64)
+
+
+def test_discrete_observation_space_has_one_value_per_state() -> None:
+    env = BitFlippingEnv(n_bits=6, discrete_obs_space=True)
+    assert all(env.observation_space[key] == spaces.Discrete(64) for key in env.observation_space.spaces)
+
+
+@pytest.mark.parametrize(
+    ("channel_first", "shape"), [(True, (1, 36, 36)), (False, (36, 36, 1))], ids=["first", "last"]
+)
+def test_image_observation_space_is_a_one_channel_36_by_36_uint8_box(
+    channel_first: bool, shape: tuple[int, int, int]
+) -> None:
+    env = BitFlippingEnv(n_bits=6, image_obs_space=True, channel_first=channel_first)
+    assert env.observation_space["desired_goal"] == spaces.Box(0, 255, shape, dtype=np.uint8)
+
+
+def test_image_observations_hold_the_bits_in_their_first_pixels_and_zeros_after() -> None:
+    env = BitFlippingEnv(n_bits=6, image_obs_space=True)
+    observation, _ = env.reset(seed=2)
+    pixels = observation["desired_goal"].reshape(-1)
+    assert pixels[:6].tolist() == (env.goal * 255).astype(int).tolist() and not pixels[6:].any()
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS.values(), ids=ENCODINGS.keys())
+def test_every_encoding_holds_the_state_and_the_goal(encoding: dict) -> None:
+    env = BitFlippingEnv(n_bits=6, **encoding)
+    env.reset(seed=4)
+    observation, *_ = env.step(1)
+    assert [bits_of(env, key, observation) for key in ("observation", "achieved_goal", "desired_goal")] == [
+        env.state.astype(int).tolist(),
+        env.state.astype(int).tolist(),
+        env.goal.astype(int).tolist(),
+    ]
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS.values(), ids=ENCODINGS.keys())
+def test_every_encoding_rewards_a_batch_of_its_goals_as_its_steps(encoding: dict) -> None:
+    env = BitFlippingEnv(n_bits=6, **encoding)
+    env.reset(seed=1)
+    steps = [env.step(action) for action in np.flatnonzero(env.state != env.goal)]
+    achieved = np.stack([np.asarray(observation["achieved_goal"]) for observation, *_ in steps])
+    desired = np.stack([np.asarray(observation["desired_goal"]) for observation, *_ in steps])
+    assert env.compute_reward(achieved, desired, None).tolist() == [reward for _, reward, *_ in steps]
+
+
+def test_discrete_goals_in_a_replay_buffer_column_are_one_batch() -> None:
+    """Replay buffers store a ``Discrete`` part as shape ``(1,)``, so a batch of goals comes as ``(B, 1)``."""
+    env = BitFlippingEnv(n_bits=3, discrete_obs_space=True)
+    achieved, desired = np.array([[5], [5], [0]]), np.array([[5], [4], [7]])
+    assert env.compute_terminated(achieved, desired, None).tolist() == [True, False, False]
+
+
+def test_discrete_and_image_observations_exclude_each_other() -> None:
+    with pytest.raises(ValueError, match="exclude each other"):
+        BitFlippingEnv(discrete_obs_space=True, image_obs_space=True)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "n_bits"), [({"discrete_obs_space": True}, 63), ({"image_obs_space": True}, 36 * 36 + 1)]
+)
+def test_more_bits_than_an_encoding_holds_are_rejected(encoding: dict, n_bits: int) -> None:
+    with pytest.raises(ValueError, match="n_bits must be at most"):
+        BitFlippingEnv(n_bits=n_bits, **encoding)
+
+
+def test_image_goals_of_another_shape_are_rejected() -> None:
+    env = BitFlippingEnv(n_bits=4, image_obs_space=True)
+    with pytest.raises(ValueError, match=r"shape \(1, 36, 36\)"):
+        env.compute_reward(np.zeros((2, 36, 36, 1)), np.zeros((2, 36, 36, 1)), None)
 
 
 # ---------------------------------------------------------------- reset

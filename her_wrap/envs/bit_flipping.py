@@ -17,15 +17,31 @@ from gymnasium import spaces
 #: What ``compute_reward`` and friends accept as their ``info`` argument; it is ignored.
 GoalInfo = dict[str, Any] | list[dict[str, Any]] | npt.NDArray[Any] | None
 
+#: An observation part: a bit vector (default), an integer (``discrete_obs_space``) or an image.
+Encoded = npt.NDArray[Any] | np.int64
+
+_IMAGE_SIDE = 36  # the smallest image stable-baselines3's default CNN takes
+_MAX_DISCRETE_BITS = 62  # 2 ** n_bits must fit in an int64
+
 
 class BitFlippingEnv(gymnasium.Env[dict[str, Any], Any]):
     """Flip bits until the state equals the goal: the HER paper's bit-flipping task as a goal env.
 
-    Observations are dicts ``{"observation", "achieved_goal", "desired_goal"}``; each part is a
+    Observations are dicts ``{"observation", "achieved_goal", "desired_goal"}``; ``observation`` and
+    ``achieved_goal`` are both the current state, ``desired_goal`` the goal. Each part is, by default, a
     ``spaces.Box(0, 1, (n_bits,), dtype=np.float32)`` holding 0.0 or 1.0 (not ``MultiBinary``), so
     stable-baselines3's ``MultiInputPolicy`` takes the dict directly and ``MlpPolicy`` takes it after
-    :class:`~her_wrap.envs.HERGoalEnvWrapper`. ``observation`` and ``achieved_goal`` are both the current
-    state.
+    :class:`~her_wrap.envs.HERGoalEnvWrapper`. Two other encodings, stable-baselines3's options of the same
+    names, test learners on other spaces:
+
+    - ``discrete_obs_space=True``: each part is one integer of ``spaces.Discrete(2 ** n_bits)`` whose
+      binary digits are the bits, bit ``i`` worth ``2 ** i``;
+    - ``image_obs_space=True``: each part is a ``uint8`` image ``spaces.Box(0, 255, (1, 36, 36))``
+      (``(36, 36, 1)`` when not ``channel_first``) whose first ``n_bits`` pixels in row-major order are the
+      bits (``0`` or ``255``) and whose other pixels are ``0``.
+
+    ``compute_reward``, ``compute_terminated`` and ``compute_truncated`` take goals in the encoding of the
+    observations, one goal or a batch.
 
     Every episode starts from a random state and, unless ``fixed_goal``, a random goal, both drawn from the
     env's seeded ``self.np_random`` (``reset(seed=...)`` makes episodes reproducible); the start is redrawn
@@ -44,6 +60,10 @@ class BitFlippingEnv(gymnasium.Env[dict[str, Any], Any]):
         ``Box(-1, 1, (n_bits,), float32)`` actions, every bit whose action component is ``> 0`` flips
     :param max_steps: steps before truncation; ``None`` means ``n_bits`` (enough to solve any episode)
     :param fixed_goal: use the all-ones goal in every episode instead of a random one
+    :param discrete_obs_space: encode each part as an integer of ``Discrete(2 ** n_bits)`` (``n_bits <= 62``)
+    :param image_obs_space: encode each part as a 36 x 36 one-channel ``uint8`` image (``n_bits <= 1296``)
+    :param channel_first: image shape ``(1, 36, 36)`` (default) or ``(36, 36, 1)``; only read with
+        ``image_obs_space``
     :param render_mode: ``None``, ``"ansi"`` (``render()`` returns a string), ``"human"`` (the same
         string is printed at every reset and step) or ``"rgb_array"`` (an image: the state's bits on the
         top row, the goal's below, a bit set is white; what SB3's ``make_vec_env`` asks for)
@@ -58,9 +78,26 @@ class BitFlippingEnv(gymnasium.Env[dict[str, Any], Any]):
         max_steps: int | None = None,
         fixed_goal: bool = False,
         render_mode: str | None = None,
+        discrete_obs_space: bool = False,
+        image_obs_space: bool = False,
+        channel_first: bool = True,
     ) -> None:
         if n_bits < 1:
             raise ValueError(f"n_bits must be at least 1, got {n_bits}.")
+        if discrete_obs_space and image_obs_space:
+            raise ValueError(
+                "discrete_obs_space and image_obs_space exclude each other: choose one encoding."
+            )
+        if discrete_obs_space and n_bits > _MAX_DISCRETE_BITS:
+            raise ValueError(
+                f"discrete_obs_space encodes the state as one int64, so n_bits must be at most "
+                f"{_MAX_DISCRETE_BITS}, got {n_bits}."
+            )
+        if image_obs_space and n_bits > _IMAGE_SIDE**2:
+            raise ValueError(
+                f"image_obs_space holds one bit per pixel of a {_IMAGE_SIDE} x {_IMAGE_SIDE} image, so n_bits "
+                f"must be at most {_IMAGE_SIDE**2}, got {n_bits}."
+            )
         if max_steps is not None and max_steps < 1:
             raise ValueError(f"max_steps must be at least 1 (or None for n_bits), got {max_steps}.")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -72,10 +109,20 @@ class BitFlippingEnv(gymnasium.Env[dict[str, Any], Any]):
         self.max_steps = n_bits if max_steps is None else max_steps
         self.fixed_goal = fixed_goal
         self.render_mode = render_mode
+        self.discrete_obs_space = discrete_obs_space
+        self.image_obs_space = image_obs_space
+        self.channel_first = channel_first
+        self.image_shape = (1, _IMAGE_SIDE, _IMAGE_SIDE) if channel_first else (_IMAGE_SIDE, _IMAGE_SIDE, 1)
 
-        bits = spaces.Box(0.0, 1.0, shape=(n_bits,), dtype=np.float32)
+        part: spaces.Space[Any]
+        if discrete_obs_space:
+            part = spaces.Discrete(2**n_bits)
+        elif image_obs_space:
+            part = spaces.Box(0, 255, shape=self.image_shape, dtype=np.uint8)
+        else:
+            part = spaces.Box(0.0, 1.0, shape=(n_bits,), dtype=np.float32)
         self.observation_space: spaces.Dict = spaces.Dict(
-            {"observation": bits, "achieved_goal": bits, "desired_goal": bits}
+            {"observation": part, "achieved_goal": part, "desired_goal": part}
         )
         self.action_space: spaces.Space[Any] = (
             spaces.Box(-1.0, 1.0, shape=(n_bits,), dtype=np.float32)
@@ -88,7 +135,7 @@ class BitFlippingEnv(gymnasium.Env[dict[str, Any], Any]):
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, npt.NDArray[np.float32]], dict[str, Any]]:
+    ) -> tuple[dict[str, Encoded], dict[str, Any]]:
         """Draw a new start state and goal (start != goal) and return the first observation.
 
         :param seed: seeds ``self.np_random`` (only when given, as gymnasium prescribes)
@@ -106,7 +153,7 @@ class BitFlippingEnv(gymnasium.Env[dict[str, Any], Any]):
 
     def step(
         self, action: int | np.integer[Any] | npt.NDArray[Any]
-    ) -> tuple[dict[str, npt.NDArray[np.float32]], float, bool, bool, dict[str, Any]]:
+    ) -> tuple[dict[str, Encoded], float, bool, bool, dict[str, Any]]:
         """Flip the bits the action selects.
 
         :param action: a bit index (discrete) or a vector whose positive components select bits (continuous)
@@ -115,18 +162,22 @@ class BitFlippingEnv(gymnasium.Env[dict[str, Any], Any]):
         flip = self._bits_to_flip(action)
         self.state[flip] = 1.0 - self.state[flip]
         self.current_step += 1
-        reward = float(self.compute_reward(self.state, self.goal, None))
+        observation = self._observation()
+        reward = float(self.compute_reward(observation["achieved_goal"], observation["desired_goal"], None))
         terminated = reward == 0.0
         truncated = self.current_step >= self.max_steps
         self._render_human()
-        return self._observation(), reward, terminated, truncated, {"is_success": terminated}
+        return observation, reward, terminated, truncated, {"is_success": terminated}
 
     def compute_reward(
         self, achieved_goal: npt.ArrayLike, desired_goal: npt.ArrayLike, info: GoalInfo
     ) -> npt.NDArray[np.float32]:
         """Sparse reward, vectorized: ``0.0`` where the goals are equal, ``-1.0`` elsewhere.
 
-        :param achieved_goal: one goal, shape ``(n_bits,)``, or a batch, shape ``(B, n_bits)``
+        :param achieved_goal: one goal or a batch, in the observations' encoding: shape ``(n_bits,)`` or
+            ``(B, n_bits)`` by default; an integer, ``(B,)`` or ``(B, 1)`` (as replay buffers store
+            ``Discrete`` parts) with ``discrete_obs_space``; ``image_shape`` or ``(B, *image_shape)`` with
+            ``image_obs_space``
         :param desired_goal: same shape as ``achieved_goal`` (or broadcastable to it)
         :param info: ignored (a dict, a list or array of dicts, or ``None``)
         :return: float32 rewards of the batch shape: shape ``()`` for one goal, ``(B,)`` for a batch
@@ -138,7 +189,7 @@ class BitFlippingEnv(gymnasium.Env[dict[str, Any], Any]):
     ) -> npt.NDArray[np.bool_]:
         """Success, vectorized: ``True`` where the goals are equal (the episode ends there).
 
-        :param achieved_goal: one goal, shape ``(n_bits,)``, or a batch, shape ``(B, n_bits)``
+        :param achieved_goal: one goal or a batch, as for :meth:`compute_reward`
         :param desired_goal: same shape as ``achieved_goal`` (or broadcastable to it)
         :param info: ignored
         :return: bools of the batch shape
@@ -175,13 +226,22 @@ class BitFlippingEnv(gymnasium.Env[dict[str, Any], Any]):
     def _random_bits(self) -> npt.NDArray[np.float32]:
         return self.np_random.integers(0, 2, size=self.n_bits).astype(np.float32)
 
-    def _observation(self) -> dict[str, npt.NDArray[np.float32]]:
-        # Fresh copies: callers keep observations, and the state changes in place at the next step.
+    def _observation(self) -> dict[str, Encoded]:
         return {
-            "observation": self.state.copy(),
-            "achieved_goal": self.state.copy(),
-            "desired_goal": self.goal.copy(),
+            "observation": self._encode(self.state),
+            "achieved_goal": self._encode(self.state),
+            "desired_goal": self._encode(self.goal),
         }
+
+    def _encode(self, bits: npt.NDArray[np.float32]) -> Encoded:
+        # Always a fresh object: callers keep observations, and the state changes in place at the next step.
+        if self.discrete_obs_space:
+            return np.int64(bits.astype(np.int64) @ (np.int64(1) << np.arange(self.n_bits, dtype=np.int64)))
+        if self.image_obs_space:
+            pixels = np.zeros(_IMAGE_SIDE**2, dtype=np.uint8)
+            pixels[: self.n_bits] = bits.astype(np.uint8) * 255
+            return pixels.reshape(self.image_shape)
+        return bits.copy()
 
     def _bits_to_flip(self, action: int | np.integer[Any] | npt.NDArray[Any]) -> int | npt.NDArray[np.bool_]:
         if self.continuous:
@@ -199,13 +259,33 @@ class BitFlippingEnv(gymnasium.Env[dict[str, Any], Any]):
     def _goals_differ(
         self, achieved_goal: npt.ArrayLike, desired_goal: npt.ArrayLike
     ) -> npt.NDArray[np.bool_]:
-        achieved, desired = np.asarray(achieved_goal), np.asarray(desired_goal)
-        for name, goal in (("achieved_goal", achieved), ("desired_goal", desired)):
-            if goal.ndim == 0 or goal.shape[-1] != self.n_bits:
-                raise ValueError(
-                    f"{name} must have shape ({self.n_bits},) or (batch, {self.n_bits}), got {goal.shape}."
-                )
+        achieved = self._comparable("achieved_goal", achieved_goal)
+        desired = self._comparable("desired_goal", desired_goal)
         return np.asarray(np.any(achieved != desired, axis=-1))
+
+    def _comparable(self, name: str, goal: npt.ArrayLike) -> npt.NDArray[Any]:
+        """Goals in the observations' encoding as arrays of shape ``(*batch, k)``: two goals are equal when
+        their last axes are (the bits; the integer, ``k = 1``; the bit pixels of an image)."""
+        goal = np.asarray(goal)
+        if self.discrete_obs_space:
+            if goal.ndim >= 2 and goal.shape[-1] == 1:
+                goal = goal[..., 0]  # a batch as replay buffers store Discrete parts: (B, 1)
+            if goal.dtype.kind not in "iuf":
+                raise ValueError(
+                    f"{name} must hold integers of Discrete(2 ** {self.n_bits}), got {goal.dtype}."
+                )
+            return np.rint(goal)[..., None] if goal.dtype.kind == "f" else goal[..., None]
+        if self.image_obs_space:
+            if goal.ndim < 3 or goal.shape[-3:] != self.image_shape:
+                raise ValueError(
+                    f"{name} must have shape {self.image_shape} or (batch, *{self.image_shape}), got {goal.shape}."
+                )
+            return goal.reshape(*goal.shape[:-3], -1)[..., : self.n_bits]
+        if goal.ndim == 0 or goal.shape[-1] != self.n_bits:
+            raise ValueError(
+                f"{name} must have shape ({self.n_bits},) or (batch, {self.n_bits}), got {goal.shape}."
+            )
+        return goal
 
     def _describe(self) -> str:
         def bits(vector: npt.NDArray[np.float32]) -> str:

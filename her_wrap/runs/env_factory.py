@@ -1,98 +1,39 @@
-"""Env ids to vectorized goal envs: registration of the optional env packages, checks, monitors.
+"""Env ids to vectorized goal envs for runs: checks, monitors, one-line errors.
 
-``BitFlipping-v0`` and ``BitFlippingContinuous-v0`` come from :mod:`her_wrap.envs`; the Fetch (and other
-gymnasium-robotics) ids and the Panda ids need the ``robotics`` extra, imported only when an id needs it.
+Which ids exist and how they get registered (her_wrap's own, the robotics extra's) is the env registry's
+job (:mod:`her_wrap.envs.registry`); this module turns its errors into the command line's one-line
+:class:`~her_wrap.runs.errors.UsageError`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import difflib
 import functools
-import importlib
-import io
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gymnasium
 
+from her_wrap.envs import check_goal_env, registry
 from her_wrap.runs.errors import UsageError
 
 if TYPE_CHECKING:
     from her_wrap.runs.config import RunConfig
 
-ROBOTICS_EXTRA_HINT = "pip install her_wrap[robotics]"
-
-# Modules that register env ids on import, and the id prefixes that need them.
-_ENV_PACKAGES: dict[str, tuple[str, ...]] = {
-    "gymnasium_robotics": (
-        "Fetch",
-        "HandManipulate",
-        "HandReach",
-        "Adroit",
-        "AntMaze",
-        "PointMaze",
-        "FrankaKitchen",
-    ),
-    "panda_gym": ("Panda",),
-}
-
 #: What the training monitor records beside return, length and time (the zoo's ``info_keywords``).
 MONITOR_INFO_KEYWORDS = ("is_success",)
 
 
-def _import_env_package(module_name: str) -> None:
-    # gymnasium_robotics prints a notice about unrelated (Adroit) envs to stderr on import: keep the
-    # console for the run's own output. Import errors still propagate.
-    with (
-        warnings.catch_warnings(),
-        contextlib.redirect_stdout(io.StringIO()),
-        contextlib.redirect_stderr(io.StringIO()),
-    ):
-        warnings.simplefilter("ignore")
-        module = importlib.import_module(module_name)
-    if hasattr(gymnasium, "register_envs"):
-        gymnasium.register_envs(module)
-
-
 def ensure_registered(env_id: str) -> None:
-    """Make ``env_id`` known to gymnasium, importing the package that registers it.
+    """Make ``env_id`` known to gymnasium (:func:`her_wrap.envs.registry.ensure_registered`).
 
     :raises UsageError: when the id needs the robotics extra and it is missing, or when no package knows
         the id (with the closest registered ids as a suggestion)
     """
-    import her_wrap.envs  # noqa: F401 (registers the bit-flipping ids)
-
-    if env_id in gymnasium.registry:
-        return
-    for module_name, prefixes in _ENV_PACKAGES.items():
-        if env_id.startswith(prefixes):
-            try:
-                _import_env_package(module_name)
-            except ImportError:
-                raise UsageError(
-                    f"{env_id} needs the {module_name} package of the robotics extra: {ROBOTICS_EXTRA_HINT}"
-                ) from None
-            if env_id in gymnasium.registry:
-                return
-    # Unknown id: look for close matches among every id that can be registered.
-    for module_name in _ENV_PACKAGES:
-        with contextlib.suppress(ImportError):
-            _import_env_package(module_name)
-    matches = difflib.get_close_matches(env_id, list(gymnasium.registry), n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(matches)}?" if matches else "; no registered id is close"
-    raise UsageError(f"unknown env id {env_id!r}{hint}")
-
-
-def make_goal_env(env_id: str, **env_kwargs: Any) -> gymnasium.Env:
-    """``gymnasium.make(env_id, **env_kwargs)`` after registering the id (works in a fresh subprocess).
-
-    Module level, so ``functools.partial(make_goal_env, env_id)`` pickles for ``SubprocVecEnv``.
-    """
-    ensure_registered(env_id)
-    return gymnasium.make(env_id, **env_kwargs)
+    try:
+        registry.ensure_registered(env_id)
+    except registry.EnvRegistryError as error:
+        raise UsageError(str(error)) from None
 
 
 def check_env_id(env_id: str, env_kwargs: dict[str, Any]) -> None:
@@ -102,11 +43,10 @@ def check_env_id(env_id: str, env_kwargs: dict[str, Any]) -> None:
 
     :raises UsageError: unknown id, kwargs the env rejects, or an env that is not a goal env
     """
-    from her_wrap.envs import check_goal_env
-
-    ensure_registered(env_id)
     try:
-        env = gymnasium.make(env_id, **env_kwargs)
+        env = registry.make_goal_env(env_id, **env_kwargs)
+    except registry.EnvRegistryError as error:
+        raise UsageError(str(error)) from None
     except (TypeError, ValueError, gymnasium.error.Error) as error:
         raise UsageError(f"cannot make {env_id} with env_kwargs {env_kwargs}: {error}") from None
     try:
@@ -142,7 +82,7 @@ def make_vec_goal_env(
     if vec_env not in ("dummy", "subproc"):
         raise UsageError(f"--vec-env must be dummy or subproc, got {vec_env!r}")
     return make_vec_env(
-        functools.partial(make_goal_env, env_id),
+        functools.partial(registry.make_goal_env, env_id),
         n_envs=n_envs,
         seed=seed,
         monitor_dir=None if monitor_dir is None else str(monitor_dir),
