@@ -267,7 +267,7 @@ def main() -> None:
         "|---|---:|---:|---:|---:|---:|---:|",
         *rows,
         "",
-        "| target (issue 6) | measured | met |",
+        "| target | measured | met |",
         "|---|---:|:---:|",
         f"| wall time <= 0.85x SB3's | {wall_ratio:.2f}x (CPU time {cpu_ratio:.2f}x) | "
         f"{'yes' if wall_ratio <= 0.85 else 'no'} |",

@@ -340,7 +340,7 @@ def targets_table(results: list[dict[str, Any]], bits: list[int]) -> list[str]:
     wall = _mean([r["wall"] for r in ratios.values()])
     success_ok = all(r["success"] >= 0 for r in ratios.values())
     return [
-        "| target (issue 3) | measured | met |",
+        "| target | measured | met |",
         "|---|---:|:---:|",
         f"| time per env step <= {WALL_RATIO_TARGET}x SB3 (CPU time, mean over n) | {cpu:.2f}x (wall {wall:.2f}x) "
         f"| {'yes' if cpu <= WALL_RATIO_TARGET else 'no'} |",

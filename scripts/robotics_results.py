@@ -53,7 +53,7 @@ class Task:
     :param settings: keyword arguments of :class:`~her_wrap.HER` (HER's and the learner's)
     :param steps: env steps of a run
     :param eval_freq: env steps between two points of the curve
-    :param target: greedy success the issue asks for at ``steps`` (None: the best curve in the budget)
+    :param target: greedy success to reach by ``steps`` (None: the best curve in the budget)
     """
 
     env_id: str
