@@ -20,7 +20,7 @@ import pytest
 import her_wrap
 import her_wrap.sb3
 from her_wrap.runs.cli import build_parser
-from her_wrap.runs.config import validate_file
+from her_wrap.runs.config import HER_SETTINGS, validate_file
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
@@ -121,6 +121,11 @@ def test_every_option_is_on_the_cli_page(command: str) -> None:
         )
     ]
     assert missing == [], f"her-wrap {command} options missing from docs/cli.md"
+
+
+def test_every_her_setting_of_a_config_is_on_the_cli_page() -> None:
+    text = (DOCS / "cli.md").read_text()
+    assert [key for key in HER_SETTINGS if not re.search(rf"\b{key}\b", text)] == []
 
 
 def test_cli_page_config_example_is_a_valid_config(tmp_path: Path) -> None:
