@@ -163,6 +163,22 @@ def test_loaded_buffer_without_truncation_continues_the_open_episode(tmp_path):
     assert finished_lengths(model.replay_buffer) == [5, 5, 5]
 
 
+def test_a_learn_call_that_resets_the_env_ends_the_episode_in_progress():
+    """SB3's learn(reset_num_timesteps=True) resets the env without telling the buffer; written in one chunk."""
+    model = counting_learner()
+    model.learn(7)  # one episode of 5 steps, then 2 steps of the next
+    model.learn(7)  # the reset ends those 2 steps; one episode of 5, then 2 steps of the next
+    assert finished_lengths(model.replay_buffer) == [2, 5, 5]
+
+
+def test_a_reset_between_single_writes_ends_the_episode_in_progress():
+    model = counting_learner()
+    model.learn(7)
+    model.replay_buffer.flush()
+    model.learn(3)  # fewer steps than a chunk: written one by one
+    assert finished_lengths(model.replay_buffer) == [2, 5]
+
+
 def test_loaded_buffer_with_truncation_closes_the_open_episode_with_a_warning(tmp_path):
     model = counting_learner()
     model.learn(7)

@@ -170,6 +170,8 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
         self._first_sample_done = False
         self._no_flags = np.zeros(self.n_envs, dtype=bool)
         self._staged: list[tuple[Any, ...]] = []
+        # The next observation of the last step written: where an episode in progress goes on from.
+        self._pending_next: dict[str, np.ndarray] | None = None
         # Chunks of this many add calls are written at once; a sample writes what is staged before it.
         self._stage_limit = 256
         self._copy_infos = self.copy_info_dict and self.store_infos is True
@@ -339,24 +341,58 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
         keep_infos = self.replay.storage.stores_infos
         if len(staged) < _SINGLE_WRITES_BELOW:
             for obs, next_obs, action, reward, terminated, truncated, done, infos in staged:
+                self._close_episodes_left(obs)
                 step = {"action": action, "reward": reward, "terminated": terminated, "truncated": truncated}
                 self.replay.add(obs, next_obs, step, done, infos if keep_infos else None)
+                self._pending_next = next_obs
             return
         observations, next_observations, actions, rewards, terminated, truncated, dones, infos = zip(
             *staged, strict=True
         )
+        self._close_episodes_left(observations[0])
+        stacked = {key: _stacked([observation[key] for observation in observations]) for key in self.keys}
+        stacked_next = {
+            key: _stacked([observation[key] for observation in next_observations]) for key in self.keys
+        }
+        ends = _stacked(dones)
+        # A step inside an episode starts from the previous step's next observation; one that does not was
+        # taken after a reset the buffer was not told of: the episode ended with the step before it.
+        left = np.zeros(ends[:-1].shape, dtype=bool)
+        for key in self.keys:
+            differ = stacked[key][1:] != stacked_next[key][:-1]
+            left |= differ.reshape(*left.shape, -1).any(axis=2)
+        ends[:-1] |= left
         self.replay.add_steps(
-            {key: _stacked([observation[key] for observation in observations]) for key in self.keys},
-            {key: _stacked([observation[key] for observation in next_observations]) for key in self.keys},
+            stacked,
+            stacked_next,
             {
                 "action": _stacked(actions),
                 "reward": _stacked(rewards),
                 "terminated": _stacked(terminated),
                 "truncated": _stacked(truncated),
             },
-            _stacked(dones),
+            ends,
             infos if keep_infos else None,
         )
+        self._pending_next = next_observations[-1]
+
+    def _close_episodes_left(self, observation: dict[str, np.ndarray]) -> None:
+        """Close the episodes in progress whose env did not go on from their last next observation.
+
+        SB3's ``learn(reset_num_timesteps=True)`` resets the env without telling the buffer: the first step
+        after it starts from the reset observation, and the episode in progress must end before it, or the
+        buffer would glue two episodes together (a goal from one relabeling the other). Loading a buffer
+        with ``truncate_last_traj=False`` and going on in the same episode passes this test.
+        """
+        pending = self._pending_next
+        if pending is None:
+            return
+        differ = np.zeros(self.n_envs, dtype=bool)
+        for key in self.keys:
+            differ |= (observation[key] != pending[key]).reshape(self.n_envs, -1).any(axis=1)
+        if differ.any():
+            for column in np.flatnonzero(differ & (self.replay.storage.open_start >= 0)).tolist():
+                self.replay.end_episode(column)
 
     def _first_add(self, obs: Any, next_obs: Any, infos: list[dict[str, Any]]) -> None:
         """Find out, on the first step's real data, whether ``compute_reward`` reads infos; keep them if so
