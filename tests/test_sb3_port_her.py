@@ -33,12 +33,13 @@ import numpy as np
 import pytest
 import torch as th
 from stable_baselines3 import DDPG, DQN, SAC, TD3
+from stable_baselines3.common.callbacks import EvalCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
-from stable_baselines3.common.vec_env import SubprocVecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy as StableBaselinesStrategy
 
 from her_wrap import HER
@@ -634,3 +635,18 @@ def test_performance_her(entry: EntryPoint) -> None:
     )
     model.learn(total_timesteps=1500, log_interval=50)
     assert np.mean(model.ep_success_buffer) > 0.90
+
+
+@through_both
+def test_eval_success_logging(entry: EntryPoint, tmp_path: pathlib.Path) -> None:
+    """SB3's ``test_eval_success_logging`` (``tests/test_callbacks.py``): an ``EvalCallback`` on a HER
+    learner records the evaluation episodes' ``is_success``, more than half of them successes."""
+    n_bits = 2
+    n_envs = 2
+    env = BitFlippingEnv(n_bits=n_bits)
+    eval_env = DummyVecEnv([lambda: BitFlippingEnv(n_bits=n_bits)] * n_envs)
+    eval_callback = EvalCallback(eval_env, eval_freq=250, log_path=str(tmp_path), warn=False)
+    model = entry.build(DQN, env, learning_starts=100, seed=0)
+    model.learn(500, callback=eval_callback)
+    assert len(eval_callback._is_success_buffer) > 0
+    assert np.mean(eval_callback._is_success_buffer) > 0.5
