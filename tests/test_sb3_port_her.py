@@ -202,6 +202,30 @@ def test_her(entry: EntryPoint, model_class: type[OffPolicyAlgorithm], image_obs
 
 
 @through_both
+@pytest.mark.parametrize("model_class", [SAC, DQN])
+def test_her_on_discrete_observations(entry: EntryPoint, model_class: type[OffPolicyAlgorithm]) -> None:
+    """Beyond SB3's cases: its env has ``discrete_obs_space`` but its HER tests never train on it. Goals
+    stored as integers are relabeled and rewarded like the env's own steps."""
+    env = make_vec_env(
+        lambda: BitFlippingEnv(n_bits=4, continuous=model_class is not DQN, discrete_obs_space=True), 1
+    )
+    model = entry.build(
+        model_class,
+        env,
+        n_sampled_goal=2,
+        learning_starts=100,
+        batch_size=64,
+        policy_kwargs=dict(net_arch=[64]),
+    )
+    model.learn(total_timesteps=150)
+    samples = model.replay_buffer.sample(64)
+    expected = BitFlippingEnv(n_bits=4, discrete_obs_space=True).compute_reward(
+        samples.next_observations["achieved_goal"].numpy(), samples.observations["desired_goal"].numpy(), None
+    )
+    assert np.array_equal(samples.rewards.numpy().ravel(), expected)
+
+
+@through_both
 @pytest.mark.parametrize(
     ("model_class", "image_obs_space", "start_method"),
     [
