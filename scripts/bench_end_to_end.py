@@ -39,8 +39,8 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from her_wrap import HER
+from her_wrap.envs.registry import make_goal_env
 from her_wrap.sb3.evaluation import success_rate
-from her_wrap.sb3.her import make_goal_env
 
 ENV_ID = "FetchReach-v4"
 ROOT = Path(__file__).resolve().parent.parent

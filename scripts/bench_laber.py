@@ -81,7 +81,7 @@ def make_task(task: str, n_bits: int) -> tuple[Any, Any, str, dict[str, Any]]:
     if task == "fetchreach":
         from stable_baselines3 import SAC
 
-        from her_wrap.sb3.her import make_goal_env
+        from her_wrap.envs.registry import make_goal_env
 
         settings = {
             "learning_rate": 1e-3,

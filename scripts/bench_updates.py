@@ -33,7 +33,7 @@ import torch as th
 from torch.utils.flop_counter import FlopCounterMode
 
 from her_wrap import HER
-from her_wrap.sb3.her import make_goal_env
+from her_wrap.envs.registry import make_goal_env
 
 ROOT = Path(__file__).resolve().parent.parent
 

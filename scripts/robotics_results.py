@@ -35,9 +35,9 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.noise import NormalActionNoise
 
 from her_wrap import HER
+from her_wrap.envs.registry import make_goal_env
 from her_wrap.sb3 import presets
 from her_wrap.sb3.evaluation import success_rate
-from her_wrap.sb3.her import make_goal_env
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = ROOT / "docs" / "robotics_results.json"

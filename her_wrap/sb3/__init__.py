@@ -11,7 +11,7 @@ from typing import Any
 
 _LAZY = {
     "HER": "her_wrap.sb3.her",
-    "make_goal_env": "her_wrap.sb3.her",
+    "make_goal_env": "her_wrap.envs.registry",
     "GoalFunctions": "her_wrap.sb3.goal_functions",
     "HindsightBatch": "her_wrap.sb3.replay_wrapper",
     "HindsightExperienceReplayWrapper": "her_wrap.sb3.replay_wrapper",

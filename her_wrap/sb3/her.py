@@ -21,6 +21,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from her_wrap.core.settings import HindsightSettings, LaBERVariant, parse_goal_mix
 from her_wrap.core.strategies import GoalSelectionStrategy
+from her_wrap.envs.registry import make_goal_env
 from her_wrap.sb3.learner_env import DEFAULT_NORMALIZE_KWARGS, normalize_kwargs_of, prepare_learner_env
 from her_wrap.sb3.learners import resolve_model_class
 from her_wrap.sb3.persistence import (
@@ -502,29 +503,6 @@ class HER:
         buffer.end_open_episodes()
         self._install_buffer(buffer)
         self._attach_batch_source()
-
-
-def make_goal_env(env_id: str, **env_kwargs: Any) -> gym.Env:
-    """``gymnasium.make`` for goal envs, registering her_wrap's, gymnasium-robotics' and panda-gym's ids."""
-    import her_wrap.envs  # noqa: F401  (registers the bit-flipping ids)
-
-    if env_id not in gym.registry:
-        _register_optional(env_id)
-    return gym.make(env_id, **env_kwargs)
-
-
-def _register_optional(env_id: str) -> None:
-    try:
-        if env_id.startswith("Panda"):
-            import panda_gym  # noqa: F401
-        else:
-            import gymnasium_robotics
-
-            gym.register_envs(gymnasium_robotics)
-    except ImportError as error:
-        raise ValueError(
-            f"{env_id} needs the robotics extra ({error.name} is missing): pip install 'her_wrap[robotics]'."
-        ) from error
 
 
 def _clip_bounds(

@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gymnasium import spaces
 from stable_baselines3.common.env_util import is_wrapped
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize, unwrap_vec_normalize
 
 from her_wrap.envs.checks import check_goal_env
 from her_wrap.envs.goal_wrapper import GoalObservationLayout, HERGoalEnvWrapper
+from her_wrap.envs.registry import check_goal_space
 from her_wrap.sb3.persistence import detached_normalizer
 from her_wrap.sb3.vec_flatten import VecGoalFlattenWrapper
 
@@ -112,29 +112,6 @@ def _normalized(
     restored = detached_normalizer(normalizer)
     restored.set_venv(venv)
     return restored
-
-
-def check_goal_space(space: spaces.Space) -> None:
-    """Check that a VecEnv's observations are goal dicts whose goals can be swapped.
-
-    :raises ValueError: naming what is missing and the fix
-    """
-    if not isinstance(space, spaces.Dict):
-        raise ValueError(
-            f"This VecEnv has {type(space).__name__} observations: HER needs the goal dict to relabel. "
-            "Build the VecEnv from the goal envs themselves; HER flattens for MlpPolicy."
-        )
-    missing = {"observation", "achieved_goal", "desired_goal"} - set(space.spaces)
-    if missing:
-        raise ValueError(
-            f"The VecEnv's observations lack the goal keys {sorted(missing)} (it has {sorted(space.spaces)}): "
-            "HER needs dict observations with observation, achieved_goal and desired_goal."
-        )
-    if space["achieved_goal"].shape != space["desired_goal"].shape:
-        raise ValueError(
-            f"achieved_goal {space['achieved_goal'].shape} and desired_goal {space['desired_goal'].shape} "
-            "differ in shape: a relabeled goal must fit where the desired goal goes."
-        )
 
 
 def normalize_kwargs_of(normalize: bool | dict[str, Any], gamma: float | None) -> dict[str, Any] | None:
