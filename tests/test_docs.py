@@ -155,7 +155,9 @@ def test_laber_page_functor_example_runs() -> None:
 def test_zoo_page_trains_her_wraps_buffer_with_the_zoos_script(tmp_path: Path) -> None:
     pytest.importorskip("rl_zoo3", reason="the zoo extra (pip install -e '.[zoo]')")
     (config,) = blocks("zoo.md", "yaml")
-    (command,) = [block for block in blocks("zoo.md", "bash") if "rl_zoo3.train" in block]
+    (command,) = [
+        line for block in blocks("zoo.md", "bash") for line in block.splitlines() if "rl_zoo3.train" in line
+    ]
     (tmp_path / "dqn.yml").write_text(config)
     argv = shlex.split(command)
     assert argv[0] == "python"
