@@ -133,6 +133,16 @@ def test_random_strategy_and_offline_relabeling_are_her_wrap_keywords():
     assert (settings.goal_selection_strategy, settings.online) == (GoalSelectionStrategy.RANDOM, False)
 
 
+def test_a_seeded_learner_samples_the_same_batches_run_to_run():
+    """SB3 gives replay buffers no seed: the drop-in draws its own from numpy's generator, which seed= seeds."""
+    batches = []
+    for _ in range(2):
+        model = learner(SAC, DummyVecEnv([CountingGoalEnv]), learning_starts=10_000)
+        model.learn(30)
+        batches.append(model.replay_buffer.sample(64).observations["desired_goal"].numpy())
+    assert np.array_equal(*batches)
+
+
 def test_multiple_learn_calls_keep_one_buffer():
     model = learner(SAC, bit_flipping(SAC))
     model.learn(120)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy as StableBaselinesStrategy
@@ -67,8 +68,9 @@ class HerReplayBuffer(HindsightExperienceReplayWrapper):
         episode ends (stable-baselines v2)
     :param store_infos: keep each step's info dict for ``compute_reward``: None (default) when it reads
         them, True always, False never
-    :param seed: seed of the sampling and relabeling draws (default: fresh entropy; SB3's ``seed=`` does
-        not reach replay buffers)
+    :param seed: seed of the sampling and relabeling draws (default: drawn from numpy's global generator,
+        which a learner's ``seed=`` seeds before it builds its buffer, so a seeded learner samples the same
+        batches run to run)
     :param prioritized: not available here: raises, naming ``her_wrap.HER(..., prioritized=True)``
     :param laber: not available here: raises, naming ``her_wrap.HER(..., laber=...)``
     """
@@ -111,6 +113,11 @@ class HerReplayBuffer(HindsightExperienceReplayWrapper):
                 "optimize_memory_usage is not supported (nor by SB3's HerReplayBuffer): this buffer stores "
                 "each observation once already. Leave it False."
             )
+        if seed is None:
+            # SB3's learners seed numpy's global generator (their seed=) before building the buffer, and
+            # pass it no seed: one drawn from there makes a seeded learner's samples the same run to run,
+            # as they are with SB3's own buffer.
+            seed = int(np.random.randint(2**31))  # noqa: NPY002  (the generator SB3 seeds)
         if not isinstance(observation_space, spaces.Dict):
             raise ValueError(
                 f"HerReplayBuffer needs goal dict observations, got {type(observation_space).__name__}: use a "
