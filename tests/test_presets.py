@@ -32,6 +32,7 @@ CASES = [
         id="FetchReach-DDPG",
     ),
     pytest.param(presets.PANDA_REACH_SAC, "PandaReach-v3", None, (), id="PandaReach-SAC"),
+    pytest.param(presets.manipulation_ddpg(4), "FetchPush-v4", None, (), id="FetchPush-DDPG"),
 ]
 
 
@@ -40,6 +41,7 @@ def config_as_her_kwargs(env_id: str, algo: str | None, overrides: tuple[str, ..
     return {
         "settings": hindsight_settings(config.her),
         "normalize": config.normalize,
+        **{key: value for key, value in config.her.items() if key not in SETTING_NAMES},
         **learner_kwargs(config, FETCH_ACTIONS),
     }
 
@@ -57,7 +59,13 @@ def comparable(kwargs: dict[str, Any]) -> dict[str, Any]:
     if noise is not None:
         assert isinstance(noise, NormalActionNoise)
         result["action_noise"] = ("normal", noise._mu.tolist(), noise._sigma.tolist())
+    if isinstance(result.get("train_freq"), list):
+        result["train_freq"] = tuple(result["train_freq"])
     return result
+
+
+def test_manipulation_preset_runs_the_configs_number_of_envs():
+    assert load_run_config(CONFIG, "FetchPush-v4").n_envs == presets.MANIPULATION_DDPG_N_ENVS
 
 
 @pytest.mark.parametrize(("preset", "env_id", "algo", "overrides"), CASES)

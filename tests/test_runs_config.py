@@ -387,11 +387,12 @@ def test_shipped_config_has_the_promised_entries() -> None:
         "BitFlipping-v0": "dqn",
         "BitFlippingContinuous-v0": "sac",
         "FetchReach-v4": "sac",
-        "FetchPush-v4": "tqc",
-        "FetchSlide-v4": "tqc",
-        "FetchPickAndPlace-v4": "tqc",
+        "FetchPush-v4": "ddpg",
+        "FetchSlide-v4": "ddpg",
+        "FetchPickAndPlace-v4": "ddpg",
         "PandaReach-v3": "sac",
-        "PandaPush-v3": "tqc",
+        "PandaPush-v3": "ddpg",
+        "PandaPickAndPlace-v3": "ddpg",
     }
 
 

@@ -80,9 +80,38 @@ FETCH_REACH_DDPG: dict[str, Any] = {
 
 PANDA_REACH_SAC: dict[str, Any] = dict(FETCH_REACH_SAC)
 
-# FetchPush within a wall-time budget of ~35 minutes on 2 shared cores (docs/robotics.md): SAC with the
-# reach settings, 1,000 random steps first.
-FETCH_PUSH_SAC: dict[str, Any] = {**FETCH_REACH_SAC, "buffer_size": 1_000_000, "learning_starts": 1_000}
+# Manipulation (FetchPush, FetchPickAndPlace, FetchSlide, PandaPush, PandaPickAndPlace): HER(DDPG) in the
+# regime of the original HER code, configs/her.yml's FetchPush-v4 entry. Use it with
+# MANIPULATION_DDPG_N_ENVS envs stepping in lockstep (train_freq counts steps of all of them: 20 gradient
+# steps of batch 2048 every 500 env steps). Exploration noise is added for the env's action dimensions by
+# manipulation_ddpg(n_actions). docs/manipulation.md has the FetchPush curve.
+MANIPULATION_DDPG_N_ENVS = 2
+MANIPULATION_DDPG_NOISE_STD = 0.2
+MANIPULATION_DDPG: dict[str, Any] = {
+    "n_sampled_goal": 4,
+    "goal_selection_strategy": "future",
+    "clip_target": True,
+    "action_l2": 1.0,
+    "random_action_prob": 0.3,
+    "target_update_per_cycle": True,
+    "normalize": True,
+    "buffer_size": 1_000_000,
+    "batch_size": 2048,
+    "learning_rate": 1e-3,
+    "gamma": 0.98,
+    "tau": 0.05,
+    "learning_starts": 1_000,
+    "train_freq": (250, "step"),
+    "gradient_steps": 20,
+    "policy_kwargs": {"net_arch": [256, 256, 256]},
+}
+
+
+def manipulation_ddpg(n_actions: int) -> dict[str, Any]:
+    """:data:`MANIPULATION_DDPG` with its Gaussian exploration noise for ``n_actions`` action dimensions."""
+    sigma = MANIPULATION_DDPG_NOISE_STD * np.ones(n_actions)
+    return {**MANIPULATION_DDPG, "action_noise": NormalActionNoise(mean=np.zeros(n_actions), sigma=sigma)}
+
 
 # HER(SAC) on continuous bit flipping (``BitFlippingEnv(n_bits=6, continuous=True)``: every bit whose action
 # component is > 0 flips, so one step can solve an episode): greedy success 1.0 after 4k env steps for
