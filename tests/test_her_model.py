@@ -145,7 +145,9 @@ def test_subproc_vec_env_rewards_relabeled_batches_in_this_process(monkeypatch, 
         seed=0,
     )
     try:
-        model = HER("MlpPolicy", venv, DQN, seed=0, **tiny_learner_kwargs())
+        # store_infos=True: no probe of whether compute_reward reads infos at the first stored step, so
+        # that every call counted below is a relabeling one.
+        model = HER("MlpPolicy", venv, DQN, seed=0, store_infos=True, **tiny_learner_kwargs())
         calls.clear()  # HER probes compute_reward once when it is built
         model.learn(300)
     finally:

@@ -95,3 +95,24 @@ def test_her_samples_carry_the_learners_gamma_to_the_power_of_the_steps_taken():
         round(float(value), 4) for value in model.replay_buffer.sample(256).discounts.numpy().ravel()
     }
     assert discounts <= {0.9, 0.81, 0.729} and 0.729 in discounts
+
+
+def test_drop_in_buffer_gives_sb3_learners_n_step_samples_with_their_discounts():
+    from stable_baselines3 import DQN
+
+    from her_wrap.sb3 import HerReplayBuffer
+
+    model = DQN(
+        "MultiInputPolicy",
+        BitFlippingEnv(n_bits=5),
+        replay_buffer_class=HerReplayBuffer,
+        replay_buffer_kwargs={"n_steps": 2, "gamma": 0.9, "goal_mix": {"future": 0.5, "desired": 0.5}},
+        gamma=0.9,
+        learning_starts=30,
+        seed=0,
+    )
+    model.learn(60)
+    discounts = {
+        round(float(value), 4) for value in model.replay_buffer.sample(256).discounts.numpy().ravel()
+    }
+    assert discounts == {0.9, 0.81}

@@ -46,7 +46,8 @@ def sample_transitions(
             + "; add transitions first (SB3: set learning_starts >= one episode)."
         )
     filled = storage.filled_rows()
-    cumulative = np.cumsum(filled)
+    # One column: flat positions are ring rows, and no cumulative sum is needed to map them.
+    cumulative = filled if storage.n_envs == 1 else np.cumsum(filled)
     total = int(cumulative[-1])
     ring_parts: list[np.ndarray] = []
     column_parts: list[np.ndarray] = []

@@ -183,7 +183,7 @@ class HindsightSettings:
         """Sources of relabeled goals with their shares: :attr:`goal_mix`, or the strategy alone."""
         if self.goal_mix is not None:
             return self.goal_mix
-        return ((GoalSource(self.goal_selection_strategy.value), 1.0),)
+        return _SINGLE_SOURCES[self.goal_selection_strategy]
 
     @property
     def weighted(self) -> bool:
@@ -247,6 +247,9 @@ def parse_goal_mix(mix: Any) -> tuple[tuple[GoalSource, float], ...]:
         raise ValueError(f"goal_mix shares must sum to more than 0, got {mix!r}.")
     return tuple((source, float(shares[source]) / total) for source in GoalSource if source in shares)
 
+
+# The sources of each single strategy, built once (every sample reads them).
+_SINGLE_SOURCES = {strategy: ((GoalSource(strategy.value), 1.0),) for strategy in GoalSelectionStrategy}
 
 #: Names of the settings, in the constructor's order.
 SETTING_NAMES: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(HindsightSettings))

@@ -315,8 +315,11 @@ def _validate_her(her: Mapping[str, Any], where: str) -> dict[str, Any]:
     for key in _INTEGER_HER_KEYS:
         if key in result:
             result[key] = _as_integer(result[key], f"her.{key}", where, minimum=0)
-    if "store_infos" in result and not isinstance(result["store_infos"], bool):
-        raise UsageError(f"{where}: her.store_infos must be true or false, got {result['store_infos']!r}")
+    if result.get("store_infos") is not None and not isinstance(result["store_infos"], bool):
+        raise UsageError(
+            f"{where}: her.store_infos must be true, false or null (kept when compute_reward reads them), "
+            f"got {result['store_infos']!r}"
+        )
     options = {key: value for key, value in result.items() if key in UPDATE_OPTION_NAMES}
     if isinstance(options.get("clip_target"), bool):
         del options["clip_target"]  # true: the bounds follow the learner's gamma (see HER)

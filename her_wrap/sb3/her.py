@@ -72,7 +72,9 @@ class HER:
     :param prioritized: proportional prioritized replay (PER)
     :param alpha: PER priority exponent
     :param beta: PER importance exponent at the start; annealed linearly to 1 over ``learn``
-    :param store_infos: keep info dicts for ``compute_reward`` (set False when it ignores them)
+    :param store_infos: keep each step's info dict for ``compute_reward``: None (default) keeps them only
+        when ``compute_reward`` reads them (found out on the first stored step), True always, False never
+        (an error when ``compute_reward`` reads them)
     :param normalize: running mean/std normalization of observations and goals (``True``, or a dict of
         ``VecNormalize`` arguments over :data:`DEFAULT_NORMALIZE_KWARGS`). HER wraps the goal env's dict
         VecEnv (built here as ``DummyVecEnv`` of ``Monitor`` when given an env or id) in ``VecNormalize``
@@ -109,7 +111,7 @@ class HER:
         prioritized: bool = False,
         alpha: float = 0.6,
         beta: float = 0.4,
-        store_infos: bool = True,
+        store_infos: bool | None = None,
         normalize: bool | dict[str, Any] = False,
         clip_target: bool | tuple[float, float] = False,
         action_l2: float = 0.0,
@@ -489,8 +491,14 @@ class HER:
         """Pickle the replay buffer (its goal functions are left out; :meth:`load_replay_buffer` restores them)."""
         save_to_pkl(path, self.replay_buffer, self.model.verbose)
 
-    def load_replay_buffer(self, path: str | pathlib.Path) -> None:
-        """Load a buffer saved by :meth:`save_replay_buffer`; episodes it had in progress are closed."""
+    def load_replay_buffer(self, path: str | pathlib.Path, truncate_last_traj: bool = True) -> None:
+        """Load a buffer saved by :meth:`save_replay_buffer`.
+
+        :param truncate_last_traj: close the episodes the buffer had in progress, with a warning when there
+            are any (SB3's default). False keeps them open, so that training that goes on from the same
+            env state (``learn(..., reset_num_timesteps=False)``) continues them; a ``learn`` that resets
+            the env closes them anyway.
+        """
         buffer = load_from_pkl(path, self.model.verbose)
         if not isinstance(buffer, HindsightExperienceReplayWrapper):
             raise ValueError(
@@ -500,7 +508,8 @@ class HER:
         buffer.device = self.model.device
         if self._goal_env is not None:
             buffer.set_env(self._goal_env)
-        buffer.end_open_episodes()
+        if truncate_last_traj:
+            buffer.truncate_last_trajectory()
         self._install_buffer(buffer)
         self._attach_batch_source()
 

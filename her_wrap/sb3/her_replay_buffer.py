@@ -13,6 +13,7 @@ behind SB3's constructor signature: one storage and sampling path for both.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy as StableBaselinesStrategy
 
-from her_wrap.core.settings import HindsightSettings
+from her_wrap.core.settings import HindsightSettings, parse_goal_mix
 from her_wrap.core.strategies import GoalSelectionStrategy
 from her_wrap.sb3.replay_wrapper import HindsightExperienceReplayWrapper
 
@@ -66,6 +67,13 @@ class HerReplayBuffer(HindsightExperienceReplayWrapper):
     :param copy_info_dict: keep deep copies of the info dicts (and keep them: SB3's meaning of True)
     :param online: relabel at sample time (default), or freeze ``k`` goals per transition when its
         episode ends (stable-baselines v2)
+    :param goal_mix: relabeled goals from several sources with shares, e.g. ``{"future": 0.6, "desired":
+        0.2, "random": 0.2}`` (``desired``: other episodes' desired goals); replaces the strategy (see
+        :class:`~her_wrap.HindsightSettings`)
+    :param n_steps: n-step returns, every reward recomputed for the sample's goal (as SB3's
+        ``NStepReplayBuffer``, which refuses dict observations); samples carry ``discounts``
+    :param gamma: discount of the n-step returns: give the learner's ``gamma`` (SB3's learners do not pass
+        it to their buffer)
     :param store_infos: keep each step's info dict for ``compute_reward``: None (default) when it reads
         them, True always, False never
     :param seed: seed of the sampling and relabeling draws (default: drawn from numpy's global generator,
@@ -90,6 +98,9 @@ class HerReplayBuffer(HindsightExperienceReplayWrapper):
         copy_info_dict: bool = False,
         *,
         online: bool = True,
+        goal_mix: Mapping[str, float] | None = None,
+        n_steps: int = 1,
+        gamma: float = 0.99,
         store_infos: bool | None = None,
         seed: int | None = None,
         prioritized: bool = False,
@@ -106,7 +117,7 @@ class HerReplayBuffer(HindsightExperienceReplayWrapper):
             raise TypeError(
                 f"HerReplayBuffer got unknown keyword arguments {sorted(unknown)}; it takes SB3's "
                 "(n_sampled_goal, goal_selection_strategy, copy_info_dict, handle_timeout_termination) and "
-                "online, store_infos, seed."
+                "online, goal_mix, n_steps, gamma, store_infos, seed."
             )
         if optimize_memory_usage:
             raise ValueError(
@@ -134,8 +145,11 @@ class HerReplayBuffer(HindsightExperienceReplayWrapper):
                 n_sampled_goal=n_sampled_goal,
                 goal_selection_strategy=GoalSelectionStrategy.parse(goal_selection_strategy),
                 online=online,
+                goal_mix=None if goal_mix is None else parse_goal_mix(goal_mix),
+                n_steps=n_steps,
             ),
             store_infos=store_infos,
+            discount=gamma,
             copy_info_dict=copy_info_dict,
             handle_timeout_termination=handle_timeout_termination,
             seed=seed,

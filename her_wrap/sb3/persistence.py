@@ -36,7 +36,7 @@ class SavedHER:
     :param policy: the policy name (``"MlpPolicy"``) or class
     :param layout: flat key layout (``MlpPolicy``), or None (``MultiInputPolicy``)
     :param settings: hindsight settings
-    :param store_infos: whether info dicts were kept for ``compute_reward``
+    :param store_infos: whether info dicts are kept for ``compute_reward`` (None: when it reads them)
     :param normalize_kwargs: ``VecNormalize`` arguments of ``normalize=``, or None
     :param update_options: options of the learner's updates and exploration
     """
@@ -45,7 +45,7 @@ class SavedHER:
     policy: str | type
     layout: GoalObservationLayout | None
     settings: HindsightSettings
-    store_infos: bool
+    store_infos: bool | None
     normalize_kwargs: dict[str, Any] | None
     update_options: UpdateOptions = field(default_factory=UpdateOptions)
 
@@ -76,7 +76,7 @@ def read_saved_her(path: str | pathlib.Path) -> SavedHER:
     """
     metadata = read_metadata(path)
     her_settings = dict(metadata["her"])
-    store_infos = bool(her_settings.pop("store_infos", True))
+    store_infos = her_settings.pop("store_infos", None)
     return SavedHER(
         model_class=import_qualified(metadata["model_class"]),
         policy=metadata["policy"],
