@@ -73,14 +73,14 @@ class ThroughHER:
         copy_info_dict: bool = False,
         **learner_kwargs: Any,
     ) -> Any:
-        # HER keeps every step's info dict by default (store_infos=True): SB3's copy_info_dict=True asks
-        # for the same, so it needs no keyword here.
+        # SB3's copy_info_dict=True keeps every step's info dict for compute_reward: HER's store_infos=True.
         return HER(
             "MultiInputPolicy",
             env,
             model_class,
             n_sampled_goal=n_sampled_goal,
             goal_selection_strategy=goal_selection_strategy,
+            store_infos=True if copy_info_dict else None,
             **learner_kwargs,
         )
 
@@ -396,7 +396,7 @@ def test_save_load(
 # ---------------------------------------------------------------- saving and loading the replay buffer
 
 
-@pytest.mark.parametrize("entry", [ThroughDropIn()], ids=["drop-in HerReplayBuffer"])
+@through_both
 @pytest.mark.parametrize("n_envs", [1, 2])
 @pytest.mark.parametrize("truncate_last_trajectory", [False, True], ids=["continue", "truncate"])
 def test_save_load_replay_buffer(
