@@ -80,6 +80,13 @@ RECIPES = [
         "HER paper DDPG (3 x 256, batch 256, 40 updates per 100 steps)", "ddpg", 256, [256, 256, 256], 0.4
     ),
     Recipe("DDPG (3 x 256, batch 1024, 10 updates per 100 steps)", "ddpg", 1024, [256, 256, 256], 0.1),
+    Recipe(
+        "configs/her.yml manipulation DDPG (3 x 256, batch 2048, 20 updates per 500 steps)",
+        "ddpg",
+        2048,
+        [256, 256, 256],
+        0.04,
+    ),
     Recipe("FetchReach SAC preset (2 x 256, batch 256, 1 update per step)", "sac", 256, [256, 256], 1.0),
 ]
 
