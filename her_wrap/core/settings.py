@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from her_wrap.core.strategies import GoalSelectionStrategy
+from her_wrap.core.strategies import GoalSelectionStrategy, member_named
 
 
 class LaBERVariant(str, Enum):
@@ -35,15 +35,9 @@ class LaBERVariant(str, Enum):
 
         :raises ValueError: for anything else, listing the valid names
         """
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, str):
-            name = value.strip().lower()
-            name = name.removeprefix("laber")
-            try:
-                return cls(name)
-            except ValueError:
-                pass
+        member = member_named(cls, value, prefix="laber")
+        if member is not None:
+            return member
         valid = sorted(member.value for member in cls)
         raise ValueError(f"Unknown laber={value!r}; use one of {valid} or None (no LaBER).")
 
@@ -68,15 +62,9 @@ class GoalSource(str, Enum):
 
         :raises ValueError: for anything else, listing the valid names
         """
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, Enum):
-            value = value.name
-        if isinstance(value, str):
-            try:
-                return cls(value.strip().lower())
-            except ValueError:
-                pass
+        member = member_named(cls, value)
+        if member is not None:
+            return member
         valid = ", ".join(repr(member.value) for member in cls)
         raise ValueError(f"Unknown goal source {value!r} in goal_mix; use {valid}.")
 

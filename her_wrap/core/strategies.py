@@ -17,6 +17,26 @@ in progress.
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any, TypeVar
+
+_Member = TypeVar("_Member", bound=Enum)
+
+
+def member_named(enum_class: type[_Member], value: Any, prefix: str = "") -> _Member | None:
+    """The member of a string enum that ``value`` names, or None.
+
+    ``value`` may be a member, a member of another enum with the same names (stable-baselines3's
+    ``GoalSelectionStrategy.FUTURE``, whose values are integers), or a name in any case, with ``prefix``
+    (in any case) allowed before it.
+    """
+    if isinstance(value, enum_class):
+        return value
+    if isinstance(value, Enum):
+        value = value.name
+    if not isinstance(value, str):
+        return None
+    name = value.strip().lower().removeprefix(prefix)
+    return next((member for member in enum_class if member.value == name), None)
 
 
 class GoalSelectionStrategy(str, Enum):
@@ -37,15 +57,9 @@ class GoalSelectionStrategy(str, Enum):
         :return: the member
         :raises ValueError: for an unknown name, listing the valid ones
         """
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, Enum):
-            value = value.name
-        if isinstance(value, str):
-            try:
-                return cls(value.strip().lower())
-            except ValueError:
-                pass
+        member = member_named(cls, value)
+        if member is not None:
+            return member
         valid = ", ".join(repr(member.value) for member in cls)
         raise ValueError(f"Unknown goal_selection_strategy {value!r}; use one of {valid} (case-insensitive).")
 
