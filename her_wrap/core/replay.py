@@ -322,12 +322,12 @@ class HindsightReplay:
         goal_columns: np.ndarray,
         from_desired: np.ndarray | None = None,
     ) -> None:
-        goals = self._goal_of(self.storage.read_observation(self.achieved_goal_key, goal_rings, goal_columns))
+        goals = self._goal_of(self.storage.read_field(self.achieved_goal_key, goal_rings, goal_columns))
         key = self.desired_goal_key
         if from_desired is not None:
             # Desired goals are goals already (goal_fn maps achieved states to goals, not these).
             goals = goals.copy()
-            goals[from_desired] = self.storage.read_observation(
+            goals[from_desired] = self.storage.read_field(
                 key, goal_rings[from_desired], goal_columns[from_desired]
             )
         if goals.shape[1:] != batch[key].shape[1:]:
@@ -390,16 +390,16 @@ class HindsightReplay:
             if rows.size == 0:
                 break
             step_rings, step_columns = (rings[rows] + k) % n_rows, columns[rows]
-            reward = self.storage.read_observation(reward_key, step_rings, step_columns).astype(np.float64)
+            reward = self.storage.read_field(reward_key, step_rings, step_columns).astype(np.float64)
             terminated = (
-                self.storage.read_observation(terminated_key, step_rings, step_columns).astype(bool)
+                self.storage.read_field(terminated_key, step_rings, step_columns).astype(bool)
                 if terminated_key is not None
                 else np.zeros(rows.size, bool)
             )
             new_goal = relabeled[rows]
             if new_goal.any():
                 achieved = self._goal_of(
-                    self.storage.read_observation(
+                    self.storage.read_field(
                         self.achieved_goal_key, (step_rings[new_goal] + 1) % n_rows, step_columns[new_goal]
                     )
                 )
@@ -410,14 +410,13 @@ class HindsightReplay:
                 )
                 if self.reward_fn is None:
                     raise ValueError("n_steps > 1 sums rewards recomputed for each goal: set reward_fn.")
-                reward[new_goal] = np.asarray(self.reward_fn(achieved, goals[rows][new_goal], infos)).reshape(
-                    -1
-                )
+                step_goals = goals[rows[new_goal]]
+                reward[new_goal] = np.asarray(self.reward_fn(achieved, step_goals, infos)).reshape(-1)
                 if self.terminated_fn is None:
                     terminated[new_goal] = False
                 else:
                     terminated[new_goal] = np.asarray(
-                        self.terminated_fn(achieved, goals[rows][new_goal], infos)
+                        self.terminated_fn(achieved, step_goals, infos)
                     ).reshape(-1)
             returns[rows] += gamma**k * reward
             taken[rows] = k + 1
@@ -428,9 +427,7 @@ class HindsightReplay:
             next_rings, next_columns = (rings[moved] + taken[moved]) % n_rows, columns[moved]
             for name in self.storage.observation_specs:
                 if name != goal_key or not self.goal_in_observation:
-                    batch["next_" + name][moved] = self.storage.read_observation(
-                        name, next_rings, next_columns
-                    )
+                    batch["next_" + name][moved] = self.storage.read_field(name, next_rings, next_columns)
         batch[reward_key] = returns.astype(batch[reward_key].dtype)
         if terminated_key is not None:
             batch[terminated_key] = done.astype(batch[terminated_key].dtype)

@@ -630,7 +630,7 @@ class EpisodeStorage:
             batch["infos"] = self.infos.reshape(-1).take(slots)
         return batch
 
-    def read_observation(self, name: str, ring_rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    def read_field(self, name: str, ring_rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
         """Copy one field (an observation field, or a step field) at the given slots."""
         flat, index = self._readers[name]
         # take then slice: several times faster than indexing flat[slots, index] in one go
