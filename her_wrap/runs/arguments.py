@@ -48,12 +48,18 @@ def progress_bar_enabled(requested: bool | None) -> bool:
     return sys.stdout.isatty() if requested is None else requested
 
 
-def set_torch_threads(num_threads: int | None) -> None:
-    """Set torch's intra-op threads (``--num-threads``); ``None`` leaves torch's default."""
-    if num_threads is not None:
-        import torch
+def torch_threads(requested: int | None, entry: int | None) -> int:
+    """Torch threads of a run: ``--num-threads`` when given, else the entry's ``num_threads``, else 1."""
+    if requested is not None:
+        return requested
+    return entry if entry is not None else 1
 
-        torch.set_num_threads(num_threads)
+
+def set_torch_threads(num_threads: int) -> None:
+    """Set torch's intra-op threads."""
+    import torch
+
+    torch.set_num_threads(num_threads)
 
 
 def positive_int(text: str) -> int:
@@ -122,9 +128,9 @@ def add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--num-threads",
         type=positive_int,
-        default=1,
-        help="torch CPU threads (default: 1, the fastest for HER's small networks, and far faster than "
-        "torch's default on a busy CPU; raise it for large networks on idle cores)",
+        default=None,
+        help="torch CPU threads (default: the entry's num_threads, else 1: the fastest for small networks, "
+        "and far faster than torch's default on a busy CPU; the manipulation entries use 2)",
     )
     parser.add_argument(
         "--verbose", type=int, default=1, choices=(0, 1, 2), help="0 quiet, 1 info (default), 2 debug"

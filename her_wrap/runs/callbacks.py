@@ -8,6 +8,7 @@ frequencies mean the same with any ``n_envs`` and continue correctly in a resume
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,9 @@ class SuccessEvalCallback(BaseCallback):
     """Evaluate the agent greedily every ``eval_freq`` env steps and once more when training ends.
 
     Writes ``evaluations.npz`` with the arrays of stable-baselines3's ``EvalCallback`` (``timesteps``,
-    ``results``, ``ep_lengths``, ``successes``: one row per evaluation, one column per episode) and saves
+    ``results``, ``ep_lengths``, ``successes``: one row per evaluation, one column per episode), plus
+    ``train_seconds``: the wall time this process had trained when each evaluation ran, the evaluations'
+    own time left out (curves of success against wall-clock minutes), and saves
     the agent as ``best_model.zip`` whenever an evaluation beats every earlier one (higher success rate,
     then higher mean return). The evaluation env returns raw observations; a normalizing agent normalizes
     them in ``predict`` with its current statistics.
@@ -67,11 +70,16 @@ class SuccessEvalCallback(BaseCallback):
         self.best_model_path = best_model_path
         self.after_evaluation = after_evaluation
         self.results: list[tuple[int, EvaluationResult]] = []
+        self.train_seconds: list[float] = []
+        self._clock_start = time.perf_counter()
+        self._evaluation_seconds = 0.0
         self.best: EvaluationResult | None = None
         self.stopped_early = False
         self._next_evaluation = 0
 
     def _on_training_start(self) -> None:
+        self._clock_start = time.perf_counter()
+        self._evaluation_seconds = 0.0
         if self.eval_freq > 0:
             self._next_evaluation = _next_multiple(self.num_timesteps, self.eval_freq)
 
@@ -88,6 +96,8 @@ class SuccessEvalCallback(BaseCallback):
 
     def evaluate(self) -> bool:
         """Run one evaluation now; return whether training should go on."""
+        started = time.perf_counter()
+        self.train_seconds.append(started - self._clock_start - self._evaluation_seconds)
         result = evaluate_agent(self.agent, self.eval_env, self.n_eval_episodes)
         self.results.append((self.num_timesteps, result))
         if self.verbose >= 1:
@@ -102,6 +112,7 @@ class SuccessEvalCallback(BaseCallback):
             self.best = result
             if self.best_model_path is not None:
                 save_agent(self.agent, self.best_model_path)
+        self._evaluation_seconds += time.perf_counter() - started
         if self.after_evaluation is not None and not self.after_evaluation(result):
             self.stopped_early = True
             return False
@@ -114,6 +125,7 @@ class SuccessEvalCallback(BaseCallback):
             "results": np.array([result.returns for _, result in self.results]),
             "ep_lengths": np.array([result.lengths for _, result in self.results]),
             "successes": np.array([result.successes for _, result in self.results]),
+            "train_seconds": np.array(self.train_seconds),
         }
         atomic_write(path, lambda temporary: np.savez(temporary, **arrays))  # type: ignore[arg-type]
 

@@ -27,6 +27,7 @@ Keys of an entry:
   arguments over those defaults (``{norm_reward: true, clip_obs: 10.0}``). The statistics are saved in
   the agent's zip;
 - ``n_envs``: envs stepped in parallel (default 1);
+- ``num_threads``: torch CPU threads of the run (default 1; ``--num-threads`` replaces it);
 - ``noise_type`` (``normal`` or ``ornstein-uhlenbeck``) and ``noise_std``: exploration noise of the
   continuous-action learners;
 - every other key is a keyword argument of the learner (``learning_rate``, ``buffer_size``, ...). A key
@@ -74,6 +75,7 @@ RUN_KEYS: tuple[str, ...] = (
     "env_kwargs",
     "normalize",
     "n_envs",
+    "num_threads",
     "noise_type",
     "noise_std",
 )
@@ -96,7 +98,7 @@ _CODE_KEYS = ("env_wrapper", "vec_env_wrapper", "callback", "frame_stack")
 _IGNORED_ZOO_HER_KEYS = ("max_episode_length", "copy_info_dict", "handle_timeout_termination")
 # Zoo HER key names -> her_wrap's.
 _ZOO_HER_RENAMES = {"online_sampling": "online"}
-_INTEGER_KEYS = ("n_timesteps", "n_envs")
+_INTEGER_KEYS = ("n_timesteps", "n_envs", "num_threads")
 _INTEGER_HER_KEYS = ("n_sampled_goal", "laber_m")
 
 
@@ -113,6 +115,8 @@ class RunConfig:
     n_timesteps: int
     policy: str = "MultiInputPolicy"
     n_envs: int = 1
+    #: torch CPU threads (``None``: the command's default)
+    num_threads: int | None = None
     her: dict[str, Any] = field(default_factory=dict)
     learner_kwargs: dict[str, Any] = field(default_factory=dict)
     env_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -133,6 +137,8 @@ class RunConfig:
             "env_kwargs": copy.deepcopy(self.env_kwargs),
             "normalize": copy.deepcopy(self.normalize),
         }
+        if self.num_threads is not None:
+            entry["num_threads"] = self.num_threads
         if self.noise_type is not None:
             entry["noise_type"] = self.noise_type
             entry["noise_std"] = self.noise_std
@@ -387,6 +393,9 @@ def build_run_config(entry: Mapping[str, Any], env_id: str, where: str, algo: st
         raise UsageError(f"{where}: policy must be one of {_one_line(POLICIES)}, got {policy!r}")
     n_timesteps = _as_integer(entry.pop("n_timesteps"), "n_timesteps", where, minimum=1)
     n_envs = _as_integer(entry.pop("n_envs", 1), "n_envs", where, minimum=1)
+    num_threads = entry.pop("num_threads", None)
+    if num_threads is not None:
+        num_threads = _as_integer(num_threads, "num_threads", where, minimum=1)
     her = _validate_her(entry.pop("her", None) or {}, where)
     env_kwargs = entry.pop("env_kwargs", None) or {}
     if not isinstance(env_kwargs, dict):
@@ -418,6 +427,7 @@ def build_run_config(entry: Mapping[str, Any], env_id: str, where: str, algo: st
         n_timesteps=n_timesteps,
         policy=policy,
         n_envs=n_envs,
+        num_threads=num_threads,
         her=her,
         learner_kwargs=learner_kwargs,
         env_kwargs=env_kwargs,

@@ -324,7 +324,7 @@ def optimize(args: argparse.Namespace) -> Any:
     check_env_id(base_config.env_id, base_config.env_kwargs)
     fixed = {parse_override(text)[0] for text in args.hyperparams}
     n_timesteps = args.n_timesteps or base_config.n_timesteps
-    arguments.set_torch_threads(args.num_threads)
+    arguments.set_torch_threads(arguments.torch_threads(args.num_threads, base_config.num_threads))
 
     study_name = args.study_name or f"her-{folder_name(args.env)}-{base_config.model_class}"
     study_dir = Path(args.log_folder) / ALGO_FOLDER / folder_name(study_name)

@@ -130,6 +130,7 @@ def train(args: argparse.Namespace) -> RunLayout:
     )
     check_env_id(config.env_id, config.env_kwargs)
     seed = args.seed if args.seed is not None else arguments.draw_seed()
+    args.num_threads = arguments.torch_threads(args.num_threads, config.num_threads)
     arguments.set_torch_threads(args.num_threads)
 
     layout = new_run(args.log_folder, config.env_id)
