@@ -1,18 +1,28 @@
-"""Reproduce the robotics results of ``docs/robotics.md``: HER on FetchReach, PandaReach and FetchPush.
+"""Reproduce the robotics results of ``docs/robotics.md``: HER on the Fetch and Panda goal tasks.
 
 Every run trains one learner on one seed, evaluates greedy success on fresh episodes along the way (the
-curve) and at the end (the figure of the table), and merges its record into a JSON file; ``report``
-turns that file into the README-ready table and PNG curves::
+curve, against env steps and against wall-clock minutes of training) and at the end on 100 fresh episodes
+(the figure of the table), and merges its record into a JSON file; ``report`` turns that file into the
+tables of ``docs/robotics.md`` and PNG curves. Three kinds of task:
+
+- reach tasks, from :mod:`her_wrap.sb3.presets` (``--set key=value`` overrides a setting: YAML values,
+  dotted keys for nested dicts, ``--set policy_kwargs.net_arch=[64,64]``; tuning runs should go to another
+  ``--results`` file)::
 
     python scripts/robotics_results.py run fetch-reach-sac --seeds 0 1 2
-    python scripts/robotics_results.py run fetch-reach-ddpg --seeds 0 1 2
-    python scripts/robotics_results.py run panda-reach-sac --seeds 0 1 2
-    python scripts/robotics_results.py run fetch-push-sac --seeds 0 --minutes 35
-    python scripts/robotics_results.py report --write
 
-Settings come from :mod:`her_wrap.sb3.presets`; ``--set key=value`` (YAML values, dotted keys for nested
-dicts: ``--set policy_kwargs.net_arch=[64,64] n_sampled_goal=8``) overrides them for tuning runs, which
-should go to another ``--results`` file. Torch runs on one thread (2-core machines).
+- manipulation tasks, trained by ``her-wrap train`` with the shipped ``configs/her.yml`` entry (the
+  command a user runs); ``record`` adds a finished ``her-wrap train`` run folder of the same command::
+
+    python scripts/robotics_results.py run fetch-push-ddpg --seeds 0 1 2
+    python scripts/robotics_results.py record fetch-push-ddpg logs/her/FetchPush-v4_1
+
+- references: stable-baselines3's own learner and ``HerReplayBuffer`` with rl-baselines3-zoo's entry for
+  the same task (read from the installed ``rl_zoo3`` package), for a wall-clock budget::
+
+    python scripts/robotics_results.py run fetch-push-zoo-tqc --seeds 0 --minutes 30
+
+``python scripts/robotics_results.py report --write`` rewrites the tables and figures.
 """
 
 from __future__ import annotations
@@ -20,9 +30,12 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import os
 import pathlib
 import re
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +49,11 @@ from stable_baselines3.common.noise import NormalActionNoise
 
 from her_wrap import HER
 from her_wrap.envs.registry import make_goal_env
+from her_wrap.runs.arguments import default_config_path
+from her_wrap.runs.config import load_run_config
+from her_wrap.runs.literals import looks_like_python_mapping, parse_python_literal
+from her_wrap.runs.run_layout import layout_of
+from her_wrap.runs.yaml_io import load_yaml_file
 from her_wrap.sb3 import presets
 from her_wrap.sb3.evaluation import success_rate
 
@@ -67,19 +85,64 @@ class Task:
     notes: list[str] = field(default_factory=list)
 
 
-# The FetchPush run of docs/robotics.md: SAC with the reach settings, 1,000 random steps first (the
-# manipulation recipe that learns FetchPush is configs/her.yml's, run with her-wrap train: docs/manipulation.md).
-FETCH_PUSH_SAC: dict[str, Any] = {
-    **presets.FETCH_REACH_SAC,
-    "buffer_size": 1_000_000,
-    "learning_starts": 1_000,
-}
-
 TASKS: dict[str, Task] = {
     "fetch-reach-sac": Task("FetchReach-v4", SAC, presets.FETCH_REACH_SAC, 5_000, 500, 0.95),
     "fetch-reach-ddpg": Task("FetchReach-v4", DDPG, presets.FETCH_REACH_DDPG, 5_000, 500, 0.95),
     "panda-reach-sac": Task("PandaReach-v3", SAC, presets.PANDA_REACH_SAC, 5_000, 500, 0.95),
-    "fetch-push-sac": Task("FetchPush-v4", SAC, FETCH_PUSH_SAC, 1_000_000, 5_000),
+}
+
+
+@dataclass(frozen=True)
+class EntryTask:
+    """A manipulation row: ``her-wrap train`` with the shipped ``configs/her.yml`` entry of ``env_id``.
+
+    :param steps: env steps of a run (``-n``)
+    :param eval_freq: env steps between two points of the curve
+    :param eval_episodes: fresh episodes per point
+    """
+
+    env_id: str
+    steps: int
+    eval_freq: int = 20_000
+    eval_episodes: int = 50
+
+    def train_arguments(self, seed: int) -> list[str]:
+        """The ``her-wrap train`` arguments of one seed (what ``record`` checks a run folder against)."""
+        return [
+            "--env", self.env_id, "--seed", str(seed), "-n", str(self.steps),
+            "--eval-freq", str(self.eval_freq), "--eval-episodes", str(self.eval_episodes),
+            "--save-freq", "100000",
+        ]  # fmt: skip
+
+
+ENTRY_TASKS: dict[str, EntryTask] = {
+    "fetch-push-ddpg": EntryTask("FetchPush-v4", 600_000),
+    "fetch-pick-and-place-ddpg": EntryTask("FetchPickAndPlace-v4", 1_000_000),
+    "fetch-slide-ddpg": EntryTask("FetchSlide-v4", 1_500_000),
+    "panda-push-ddpg": EntryTask("PandaPush-v3", 600_000),
+}
+
+
+@dataclass(frozen=True)
+class ReferenceTask:
+    """What a user would pick instead: SB3's learner and ``HerReplayBuffer`` with the zoo's entry.
+
+    :param zoo_algo: the zoo's hyperparameter file (``tqc`` reads ``rl_zoo3/hyperparams/tqc.yml``)
+    :param zoo_entry: the entry's key there (the zoo keeps the Fetch tasks under their v1 ids)
+    :param minutes: wall-clock budget of training, evaluations left out
+    :param eval_freq: env steps between two points of the curve
+    """
+
+    env_id: str
+    zoo_algo: str
+    zoo_entry: str
+    minutes: float
+    eval_freq: int
+    eval_episodes: int = 20
+
+
+REFERENCE_TASKS: dict[str, ReferenceTask] = {
+    "fetch-push-zoo-tqc": ReferenceTask("FetchPush-v4", "tqc", "FetchPush-v1", 30.0, 1_000),
 }
 
 
@@ -90,7 +153,7 @@ class SuccessCurve(BaseCallback):
     """
 
     def __init__(
-        self, her: HER, env_id: str, eval_freq: int, n_episodes: int, seed: int, max_seconds: float | None
+        self, her: Any, env_id: str, eval_freq: int, n_episodes: int, seed: int, max_seconds: float | None
     ) -> None:
         super().__init__()
         self.max_seconds = max_seconds
@@ -102,10 +165,12 @@ class SuccessCurve(BaseCallback):
         self.seed = seed
         self.steps: list[int] = []
         self.successes: list[float] = []
+        self.seconds: list[float] = []  # training wall time at each point, evaluations left out
         self.eval_seconds = 0.0
 
     def evaluate(self) -> None:
         start = time.perf_counter()
+        self.seconds.append(max(start - self.start - self.eval_seconds, 0.0))
         rate = success_rate(self.her, self.eval_env, self.n_episodes, seed=self.seed + len(self.steps))
         self.eval_seconds += time.perf_counter() - start
         self.steps.append(self.her.num_timesteps)
@@ -171,6 +236,7 @@ def run_one(
     final = success_rate(model, make_goal_env(task.env_id), 100, seed=1_000_000 + seed)
     print(f"  final greedy success on 100 fresh episodes: {final:.2f}", flush=True)
     return {
+        "kind": "preset",
         "env_id": task.env_id,
         "learner": task.learner.__name__,
         "seed": seed,
@@ -178,6 +244,7 @@ def run_one(
         "final_success": final,
         "curve_steps": curve.steps,
         "curve_success": curve.successes,
+        "curve_seconds": curve.seconds,
         "train_seconds": wall - curve.eval_seconds,
         "train_cpu_seconds": cpu,  # evaluations included
         "eval_seconds": curve.eval_seconds,
@@ -186,27 +253,214 @@ def run_one(
     }
 
 
+def _run_folder_arguments(run_dir: pathlib.Path) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    layout = layout_of(run_dir)
+    if layout is None:
+        raise SystemExit(f"{run_dir} is not a her-wrap train run folder (no <env id>/args.yml in it)")
+    args = load_yaml_file(layout.args_path)
+    (entry,) = load_yaml_file(layout.config_path).values()
+    return layout, args, entry
+
+
+def check_shipped_entry(task: EntryTask, run_dir: pathlib.Path) -> tuple[Any, dict[str, Any]]:
+    """The run folder's layout and arguments, once its run is the task's command with the shipped entry.
+
+    :raises SystemExit: naming the first difference (another entry, budget or evaluation schedule)
+    """
+    layout, args, entry = _run_folder_arguments(run_dir)
+    shipped = load_run_config(default_config_path(), task.env_id, n_timesteps=task.steps).to_entry()
+    if args.get("env") != task.env_id:
+        raise SystemExit(f"{run_dir} trained {args.get('env')}, not {task.env_id}")
+    for name, value in (("n_timesteps", task.steps), ("eval_freq", task.eval_freq)):
+        recorded = entry.get(name) if name == "n_timesteps" else args.get(name)
+        if recorded != value:
+            raise SystemExit(f"{run_dir}: {name} is {recorded}, the task's is {value}")
+    if args.get("eval_episodes") != task.eval_episodes:
+        raise SystemExit(f"{run_dir}: eval_episodes is {args.get('eval_episodes')}, not {task.eval_episodes}")
+    differences = sorted(key for key in {*shipped, *entry} if shipped.get(key) != entry.get(key))
+    if differences:
+        raise SystemExit(
+            f"{run_dir} ran another entry than the shipped configs/her.yml one for {task.env_id} "
+            f"(differs in {', '.join(differences)}); its record would not be the shipped recipe's"
+        )
+    return layout, args
+
+
+def record_entry_run(task_name: str, task: EntryTask, run_dir: pathlib.Path) -> dict[str, Any]:
+    """The record of a finished ``her-wrap train`` run of ``task``: its curve, and its final agent on 100
+    fresh episodes."""
+    layout, args = check_shipped_entry(task, run_dir)
+    seed = int(args["seed"])
+    with np.load(layout.evaluations_path) as data:
+        steps = [int(value) for value in data["timesteps"]]
+        successes = [float(row.mean()) for row in data["successes"]]
+        seconds = [float(value) for value in data["train_seconds"]]
+    model = HER.load(str(layout.final_model_path), env=make_goal_env(task.env_id), device="cpu")
+    final = success_rate(model, make_goal_env(task.env_id), 100, seed=1_000_000 + seed)
+    print(f"  {run_dir}: final greedy success on 100 fresh episodes {final:.2f}", flush=True)
+    config = load_run_config(layout.config_path, task.env_id)
+    return {
+        "kind": "entry",
+        "env_id": task.env_id,
+        "learner": config.model_class.upper(),
+        "seed": seed,
+        "steps": steps[-1],
+        "final_success": final,
+        "curve_steps": steps,
+        "curve_success": successes,
+        "curve_seconds": seconds,
+        "train_seconds": seconds[-1],
+        "eval_episodes": task.eval_episodes,
+        "num_threads": args.get("num_threads"),
+        "load_average": os.getloadavg(),
+        "run_dir": str(run_dir),
+        "settings": config.to_entry(),
+        "command": f"python scripts/robotics_results.py run {task_name} --seeds {seed}",
+        "train_command": "her-wrap train " + " ".join(task.train_arguments(seed)),
+    }
+
+
+def run_entry(task_name: str, task: EntryTask, seed: int, log_folder: pathlib.Path) -> dict[str, Any]:
+    """Train one seed with ``her-wrap train`` and return its record."""
+    command = [
+        sys.executable,
+        "-m",
+        "her_wrap.runs.cli",
+        "train",
+        *task.train_arguments(seed),
+        "-f",
+        str(log_folder),
+    ]
+    print(" ".join(command), flush=True)
+    lines = []
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith(("Run folder:", "Eval num_timesteps")):
+                print("  " + line.rstrip(), flush=True)
+    if process.returncode != 0:
+        raise SystemExit(f"her-wrap train failed:\n{''.join(lines[-20:])}")
+    run_dir = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("Run folder:"))
+    return record_entry_run(task_name, task, pathlib.Path(run_dir))
+
+
+def zoo_entry(task: ReferenceTask) -> dict[str, Any]:
+    """The zoo's hyperparameters of ``task`` from the installed rl_zoo3, ``dict(...)`` strings parsed."""
+    import rl_zoo3
+
+    path = pathlib.Path(rl_zoo3.__file__).parent / "hyperparams" / f"{task.zoo_algo}.yml"
+    entry = dict(yaml.safe_load(path.read_text())[task.zoo_entry])
+    return {
+        key: parse_python_literal(value) if looks_like_python_mapping(value) else value
+        for key, value in entry.items()
+    }
+
+
+def run_reference(task_name: str, task: ReferenceTask, seed: int, minutes: float) -> dict[str, Any]:
+    """Train SB3's learner with ``HerReplayBuffer`` and the zoo's entry for ``minutes`` of wall time, on as
+    many torch threads as the shipped entry of the same task uses."""
+    from stable_baselines3 import HerReplayBuffer
+
+    from her_wrap.sb3.learners import learner_class
+
+    entry = zoo_entry(task)
+    if entry.pop("normalize", False):
+        raise SystemExit(
+            f"the zoo entry {task.zoo_entry} normalizes; this reference runs unnormalized entries only"
+        )
+    if entry.pop("replay_buffer_class") != "HerReplayBuffer":
+        raise SystemExit(f"the zoo entry {task.zoo_entry} does not use HerReplayBuffer")
+    steps = int(entry.pop("n_timesteps"))
+    policy = entry.pop("policy")
+    learner = learner_class(task.zoo_algo)
+    th.set_num_threads(load_run_config(default_config_path(), task.env_id).num_threads or 1)
+    th.manual_seed(seed)
+    model = learner(
+        policy, make_goal_env(task.env_id), replay_buffer_class=HerReplayBuffer, seed=seed, verbose=0, **entry
+    )
+    curve = SuccessCurve(
+        model,
+        task.env_id,
+        task.eval_freq,
+        task.eval_episodes,
+        seed=10_000 * (seed + 1),
+        max_seconds=60 * minutes,
+    )
+    model.learn(steps, callback=curve)
+    if not curve.steps or curve.steps[-1] != model.num_timesteps:
+        curve.evaluate()
+    final = success_rate(model, make_goal_env(task.env_id), 100, seed=1_000_000 + seed)
+    print(f"  final greedy success on 100 fresh episodes: {final:.2f}", flush=True)
+    return {
+        "kind": "reference",
+        "env_id": task.env_id,
+        "learner": f"SB3 {learner.__name__} + HerReplayBuffer, rl-zoo3's {task.zoo_entry} entry",
+        "seed": seed,
+        "steps": model.num_timesteps,
+        "final_success": final,
+        "curve_steps": curve.steps,
+        "curve_success": curve.successes,
+        "curve_seconds": curve.seconds,
+        "train_seconds": curve.seconds[-1],
+        "eval_episodes": task.eval_episodes,
+        "num_threads": th.get_num_threads(),
+        "load_average": os.getloadavg(),
+        "settings": json.loads(json.dumps(entry, default=str)),
+        "command": f"python scripts/robotics_results.py run {task_name} --seeds {seed} --minutes {minutes:g}",
+    }
+
+
 def load_results(path: pathlib.Path) -> dict[str, dict[str, Any]]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+def save_record(path: pathlib.Path, key: str, record: dict[str, Any]) -> None:
+    results = load_results(path)  # re-read: other runs may have written meanwhile
+    results[key] = record
+    path.write_text(json.dumps(results, indent=1))
+
+
 def command_run(args: argparse.Namespace) -> None:
-    task = TASKS[args.task]
+    for seed in args.seeds:
+        if args.task in ENTRY_TASKS:
+            if args.set or args.steps or args.minutes is not None:
+                raise SystemExit(
+                    f"{args.task} runs the shipped entry as it is: no --set, --steps or --minutes"
+                )
+            record = run_entry(args.task, ENTRY_TASKS[args.task], seed, args.log_folder)
+        elif args.task in REFERENCE_TASKS:
+            task = REFERENCE_TASKS[args.task]
+            print(
+                f"{args.task} seed {seed}: {task.env_id} for {args.minutes or task.minutes} minutes",
+                flush=True,
+            )
+            record = run_reference(args.task, task, seed, args.minutes or task.minutes)
+        else:
+            record = run_preset(args, TASKS[args.task], seed)
+        save_record(args.results, f"{args.label or args.task}/{seed}", record)
+
+
+def command_record(args: argparse.Namespace) -> None:
+    task = ENTRY_TASKS[args.task]
+    for run_dir in args.run_dirs:
+        record = record_entry_run(args.task, task, run_dir)
+        save_record(args.results, f"{args.task}/{record['seed']}", record)
+
+
+def run_preset(args: argparse.Namespace, task: Task, seed: int) -> dict[str, Any]:
     settings = settings_with(task.settings, args.set)
     steps = args.steps or task.steps
-    for seed in args.seeds:
-        print(f"{args.task} seed {seed}: {steps} steps of {task.env_id}", flush=True)
-        max_seconds = None if args.minutes is None else 60 * args.minutes
-        record = run_one(task, settings, seed, steps, args.eval_episodes, max_seconds)
-        record["command"] = " ".join(
-            ["python scripts/robotics_results.py run", args.task, "--seeds", str(seed)]
-            + (["--steps", str(steps)] if args.steps else [])
-            + (["--minutes", str(args.minutes)] if args.minutes else [])
-            + [f"--set {item}" for item in args.set]
-        )
-        results = load_results(args.results)  # re-read: other runs may have written meanwhile
-        results[f"{args.label or args.task}/{seed}"] = record
-        args.results.write_text(json.dumps(results, indent=1))
+    print(f"{args.task} seed {seed}: {steps} steps of {task.env_id}", flush=True)
+    max_seconds = None if args.minutes is None else 60 * args.minutes
+    record = run_one(task, settings, seed, steps, args.eval_episodes, max_seconds)
+    record["command"] = " ".join(
+        ["python scripts/robotics_results.py run", args.task, "--seeds", str(seed)]
+        + (["--steps", str(steps)] if args.steps else [])
+        + (["--minutes", str(args.minutes)] if args.minutes else [])
+        + [f"--set {item}" for item in args.set]
+    )
+    return record
 
 
 TABLE_START, TABLE_END = "<!-- results table: start -->", "<!-- results table: end -->"
@@ -262,31 +516,149 @@ def plot_curves(label: str, records: list[dict[str, Any]]) -> pathlib.Path:
     return path
 
 
+MANIPULATION_START, MANIPULATION_END = (
+    "<!-- manipulation table: start -->",
+    "<!-- manipulation table: end -->",
+)
+
+
+def first_reaching(record: dict[str, Any], threshold: float) -> tuple[int, float] | None:
+    """(env steps, training minutes) at the first point of the curve with success >= ``threshold``."""
+    for steps, success, seconds in zip(
+        record["curve_steps"], record["curve_success"], record["curve_seconds"], strict=True
+    ):
+        if success >= threshold:
+            return int(steps), seconds / 60
+    return None
+
+
+def _per_seed(records: list[dict[str, Any]], threshold: float) -> tuple[str, str]:
+    reached = [first_reaching(record, threshold) for record in records]
+    steps = ", ".join("-" if point is None else f"{point[0] / 1000:.0f}k" for point in reached)
+    minutes = ", ".join("-" if point is None else f"{point[1]:.0f}" for point in reached)
+    return steps, minutes
+
+
+def _median_minutes(records: list[dict[str, Any]], threshold: float) -> str:
+    """The median over seeds of the minutes to ``threshold`` (a seed that never reaches it counts as never)."""
+    minutes = sorted(
+        math.inf if point is None else point[1]
+        for point in (first_reaching(record, threshold) for record in records)
+    )
+    median = (
+        minutes[(len(minutes) - 1) // 2]
+        if len(minutes) % 2
+        else (minutes[len(minutes) // 2 - 1] + minutes[len(minutes) // 2]) / 2
+    )
+    return "never" if math.isinf(median) else f"{median:.0f}"
+
+
+def manipulation_row(records: list[dict[str, Any]]) -> str:
+    first = records[0]
+    recipe = f"HER({first['learner']}), `configs/her.yml`" if first["kind"] == "entry" else first["learner"]
+    to_half = _per_seed(records, 0.5)
+    to_most = _per_seed(records, 0.9)
+    finals = ", ".join(f"{record['final_success']:.2f}" for record in records)
+    ms_per_step = np.mean([1000 * record["train_seconds"] / record["steps"] for record in records])
+    seeds = " ".join(str(record["seed"]) for record in records)
+    command = re.sub(r"--seeds \d+", f"--seeds {seeds}", first["command"])
+    return (
+        f"| {first['env_id']} | {recipe} | {len(records)} | {to_half[0]} / {to_most[0]} | "
+        f"{to_half[1]} / {to_most[1]} | {_median_minutes(records, 0.9)} | {finals} | "
+        f"{max(record['steps'] for record in records):,} | {ms_per_step:.1f} | `{command}` |"
+    )
+
+
+def plot_manipulation(env_id: str, groups: list[list[dict[str, Any]]]) -> pathlib.Path:
+    """Success against env steps and against training minutes, every seed of every recipe for ``env_id``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (by_steps, by_minutes) = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for index, records in enumerate(groups):
+        color = f"C{index}"
+        for record in records:
+            name = (
+                f"HER({record['learner']})" if record["kind"] == "entry" else record["learner"].split(",")[0]
+            )
+            label = f"{name}, seed {record['seed']}"
+            style = "-" if record["kind"] == "entry" else "--"
+            by_steps.plot(
+                record["curve_steps"], record["curve_success"], style, color=color, alpha=0.8, label=label
+            )
+            by_minutes.plot(
+                np.array(record["curve_seconds"]) / 60, record["curve_success"], style, color=color, alpha=0.8
+            )
+    by_steps.set_xlabel("env steps")
+    by_minutes.set_xlabel("training wall-clock minutes (evaluations excluded)")
+    by_steps.set_ylabel("greedy success on fresh episodes")
+    for axis in (by_steps, by_minutes):
+        axis.set_ylim(-0.02, 1.02)
+        axis.grid(alpha=0.3)
+    by_steps.legend(fontsize=7)
+    figure.suptitle(env_id)
+    figure.tight_layout()
+    path = DOCS / f"robotics_{env_id.split('-')[0].lower()}.png"
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
+
+
+def _replace_between(text: str, start: str, end: str, table: str) -> str:
+    before, _, rest = text.partition(start)
+    _, _, after = rest.partition(end)
+    return before + table + after
+
+
 def command_report(args: argparse.Namespace) -> None:
     results = load_results(args.results)
     groups: dict[str, list[dict[str, Any]]] = {}
     for key, record in results.items():
         groups.setdefault(key.rsplit("/", 1)[0], []).append(record)
+    for records in groups.values():
+        records.sort(key=lambda record: record["seed"])
+    reach = {
+        label: records for label, records in groups.items() if records[0].get("kind", "preset") == "preset"
+    }
+    manipulation = {label: records for label, records in groups.items() if label not in reach}
+
     lines = [
         TABLE_START,
         "| task | learner | env steps | greedy success at the end, mean ± std (each seed) | "
         "first curve point >= 0.95 (each seed) | wall time per run, evaluations excluded (CPU time, included) | reproduce |",
         "|---|---|---:|---|---|---:|---|",
     ]
-    for label, records in groups.items():
-        records.sort(key=lambda record: record["seed"])
+    for label, records in reach.items():
         lines.append(table_row(records))
         plot_curves(label, records)
     lines.append(TABLE_END)
     table = "\n".join(lines)
-    print(table)
+
+    manipulation_lines = [
+        MANIPULATION_START,
+        "| task | recipe | seeds | env steps to 0.5 / 0.9 (each seed) | training minutes to 0.5 / 0.9 (each seed) | "
+        "median minutes to 0.9 | greedy success at the end, 100 fresh episodes (each seed) | env steps | "
+        "ms per env step | reproduce |",
+        "|---|---|---:|---|---|---:|---|---:|---:|---|",
+    ]
+    by_env: dict[str, list[list[dict[str, Any]]]] = {}
+    for records in manipulation.values():
+        manipulation_lines.append(manipulation_row(records))
+        by_env.setdefault(records[0]["env_id"], []).append(records)
+    for env_id, env_groups in by_env.items():
+        print(f"wrote {plot_manipulation(env_id, env_groups)}")
+    manipulation_lines.append(MANIPULATION_END)
+    manipulation_table = "\n".join(manipulation_lines)
+    print(table, manipulation_table, sep="\n\n")
     page = DOCS / "robotics.md"
     if args.write and page.exists():
-        text = page.read_text()
-        before, _, rest = text.partition(TABLE_START)
-        _, _, after = rest.partition(TABLE_END)
-        page.write_text(before + table + after)
-        print(f"wrote the table into {page}")
+        text = _replace_between(page.read_text(), TABLE_START, TABLE_END, table)
+        if MANIPULATION_START in text:
+            text = _replace_between(text, MANIPULATION_START, MANIPULATION_END, manipulation_table)
+        page.write_text(text)
+        print(f"wrote the tables into {page}")
 
 
 def main() -> None:
@@ -299,16 +671,28 @@ def main() -> None:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="train and evaluate one task over seeds")
-    run.add_argument("task", choices=sorted(TASKS))
+    run.add_argument("task", choices=sorted({*TASKS, *ENTRY_TASKS, *REFERENCE_TASKS}))
     run.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     run.add_argument("--steps", type=int, default=None, help="env steps (default: the task's)")
     run.add_argument("--minutes", type=float, default=None, help="stop training after this wall time")
     run.add_argument("--eval-episodes", type=int, default=20, help="fresh episodes per point of the curve")
     run.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="override a preset setting")
     run.add_argument("--label", default=None, help="key of the records (default: the task name)")
+    run.add_argument(
+        "--log-folder",
+        type=pathlib.Path,
+        default=ROOT / "logs",
+        help="her-wrap train's -f (manipulation tasks)",
+    )
     run.set_defaults(handler=command_run)
-    report = commands.add_parser("report", help="print the results table and write PNG curves under docs/")
-    report.add_argument("--write", action="store_true", help="replace the table in docs/robotics.md")
+    record = commands.add_parser(
+        "record", help="add finished her-wrap train run folders of a manipulation task"
+    )
+    record.add_argument("task", choices=sorted(ENTRY_TASKS))
+    record.add_argument("run_dirs", type=pathlib.Path, nargs="+", metavar="RUN_DIR")
+    record.set_defaults(handler=command_record)
+    report = commands.add_parser("report", help="print the results tables and write PNG curves under docs/")
+    report.add_argument("--write", action="store_true", help="replace the tables in docs/robotics.md")
     report.set_defaults(handler=command_report)
     args = parser.parse_args()
     args.handler(args)

@@ -107,6 +107,14 @@ def test_train_evaluations_hold_successes(trained: tuple[Path, subprocess.Comple
         assert (data["timesteps"].tolist(), data["successes"].shape) == ([100, 200, 300], (3, 3))
 
 
+def test_train_evaluations_hold_training_wall_time(
+    trained: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    with np.load(run_dir_of(trained[0]) / "evaluations.npz") as data:
+        seconds = data["train_seconds"]
+    assert seconds.shape == (3,) and seconds[0] > 0 and np.all(np.diff(seconds) > 0), seconds
+
+
 def test_train_records_resolved_config_and_arguments(
     trained: tuple[Path, subprocess.CompletedProcess[str]],
 ) -> None:
@@ -119,6 +127,18 @@ def test_train_records_resolved_config_and_arguments(
         0,
         0,
     )
+
+
+def test_train_takes_torch_threads_from_the_entry(tmp_path: Path) -> None:
+    """Without --num-threads a run uses the entry's num_threads, and records what it used."""
+    completed = her_wrap(
+        "train", "--env", ENV_ID, "-n", "40", "--eval-freq", "0", "--verbose", "0", "--seed", "0",
+        *TINY[:-2], "num_threads:2", cwd=tmp_path,
+    )  # fmt: skip
+    assert completed.returncode == 0, report(completed)
+    params = run_dir_of(tmp_path) / ENV_ID
+    assert load_yaml_file(params / "args.yml")["num_threads"] == 2
+    assert load_yaml_file(params / "config.yml")[ENV_ID]["num_threads"] == 2
 
 
 def test_train_with_a_zoo_file_normalization_and_subprocess_envs(tmp_path: Path) -> None:

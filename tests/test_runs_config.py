@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from her_wrap.runs.arguments import torch_threads
 from her_wrap.runs.config import (
     HER_SETTINGS,
     RunConfig,
@@ -154,6 +155,8 @@ LOADER_CASES = [
         {"normalize": {"norm_reward": True, "clip_obs": 10.0}},
     ),
     LoaderCase("no normalize key means no normalization", BASE, {"normalize": False}),
+    LoaderCase("num_threads of the run", BASE + "  num_threads: 2\n", {"num_threads": 2}),
+    LoaderCase("no num_threads key leaves the command's default", BASE, {"num_threads": None}),
     LoaderCase(
         "dotted override into her",
         BASE,
@@ -302,6 +305,12 @@ BAD_CONFIG_CASES = [
         "override without a colon", BASE, ("-params expects key:value",), overrides=("learning_rate",)
     ),
     BadConfigCase("entry is not a mapping", "BitFlipping-v0: 3\n", ("must be a mapping",)),
+    BadConfigCase(
+        "num_threads below 1", BASE + "  num_threads: 0\n", ("num_threads must be at least 1, got 0",)
+    ),
+    BadConfigCase(
+        "num_threads not a count", BASE + "  num_threads: two\n", ("num_threads must be an integer",)
+    ),
 ]
 
 
@@ -311,6 +320,15 @@ def test_bad_config(case: BadConfigCase, tmp_path: Path) -> None:
         load_run_config(write_config(tmp_path, case.text), case.env_id, overrides=case.overrides)
     message = str(caught.value)
     assert "\n" not in message and all(fragment in message for fragment in case.fragments), message
+
+
+@pytest.mark.parametrize(
+    ("requested", "entry", "expected"), [(3, 2, 3), (None, 2, 2), (None, None, 1), (1, None, 1)]
+)
+def test_torch_threads_flag_then_entry_then_one(
+    requested: int | None, entry: int | None, expected: int
+) -> None:
+    assert torch_threads(requested, entry) == expected
 
 
 def test_missing_file_is_a_usage_error(tmp_path: Path) -> None:
