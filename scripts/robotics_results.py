@@ -106,12 +106,12 @@ class EntryTask:
     eval_freq: int = 20_000
     eval_episodes: int = 50
 
-    def train_arguments(self, seed: int) -> list[str]:
+    def train_arguments(self, seed: int, overrides: tuple[str, ...] = ()) -> list[str]:
         """The ``her-wrap train`` arguments of one seed (what ``record`` checks a run folder against)."""
         return [
             "--env", self.env_id, "--seed", str(seed), "-n", str(self.steps),
             "--eval-freq", str(self.eval_freq), "--eval-episodes", str(self.eval_episodes),
-            "--save-freq", "100000",
+            "--save-freq", "100000", *(["-params", *overrides] if overrides else []),
         ]  # fmt: skip
 
 
@@ -120,6 +120,20 @@ ENTRY_TASKS: dict[str, EntryTask] = {
     "fetch-pick-and-place-ddpg": EntryTask("FetchPickAndPlace-v4", 1_000_000),
     "fetch-slide-ddpg": EntryTask("FetchSlide-v4", 1_500_000),
     "panda-push-ddpg": EntryTask("PandaPush-v3", 600_000),
+}
+
+
+#: Changes to the shipped entry that a manipulation row can measure (``--variant NAME``): ``-params`` of
+#: ``her-wrap train``. Rows of a variant are keyed ``TASK+NAME``.
+VARIANTS: dict[str, tuple[str, ...]] = {
+    # Half of the relabeled goals from other episodes' desired goals (mrl's "futureactual").
+    "goal-mix": ("her.goal_mix:{future: 0.5, desired: 0.5}",),
+    # LaBER over the recipe's batch: score 4 x 2048 transitions, train on 2048 of them.
+    "laber-mean": ("her.laber:LaBERmean", "her.laber_m:4"),
+    # LaBER's premise at the recipe's cost: score a large batch of 2048, back-propagate through 512.
+    "laber-mean-512": ("her.laber:LaBERmean", "her.laber_m:4", "batch_size:512"),
+    # Prioritized replay (proportional, alpha 0.6, beta 0.4).
+    "per": ("her.prioritized:true",),
 }
 
 
@@ -262,13 +276,18 @@ def _run_folder_arguments(run_dir: pathlib.Path) -> tuple[Any, dict[str, Any], d
     return layout, args, entry
 
 
-def check_shipped_entry(task: EntryTask, run_dir: pathlib.Path) -> tuple[Any, dict[str, Any]]:
-    """The run folder's layout and arguments, once its run is the task's command with the shipped entry.
+def check_shipped_entry(
+    task: EntryTask, run_dir: pathlib.Path, overrides: tuple[str, ...] = ()
+) -> tuple[Any, dict[str, Any]]:
+    """The run folder's layout and arguments, once its run is the task's command with the shipped entry
+    (changed by ``overrides``, a variant's ``-params``).
 
     :raises SystemExit: naming the first difference (another entry, budget or evaluation schedule)
     """
     layout, args, entry = _run_folder_arguments(run_dir)
-    shipped = load_run_config(default_config_path(), task.env_id, n_timesteps=task.steps).to_entry()
+    shipped = load_run_config(
+        default_config_path(), task.env_id, overrides=overrides, n_timesteps=task.steps
+    ).to_entry()
     if args.get("env") != task.env_id:
         raise SystemExit(f"{run_dir} trained {args.get('env')}, not {task.env_id}")
     for name, value in (("n_timesteps", task.steps), ("eval_freq", task.eval_freq)):
@@ -280,16 +299,20 @@ def check_shipped_entry(task: EntryTask, run_dir: pathlib.Path) -> tuple[Any, di
     differences = sorted(key for key in {*shipped, *entry} if shipped.get(key) != entry.get(key))
     if differences:
         raise SystemExit(
-            f"{run_dir} ran another entry than the shipped configs/her.yml one for {task.env_id} "
-            f"(differs in {', '.join(differences)}); its record would not be the shipped recipe's"
+            f"{run_dir} ran another entry than the shipped configs/her.yml one for {task.env_id}"
+            f"{' with ' + ' '.join(overrides) if overrides else ''} (differs in {', '.join(differences)}); "
+            "pass the --variant it ran"
         )
     return layout, args
 
 
-def record_entry_run(task_name: str, task: EntryTask, run_dir: pathlib.Path) -> dict[str, Any]:
-    """The record of a finished ``her-wrap train`` run of ``task``: its curve, and its final agent on 100
-    fresh episodes."""
-    layout, args = check_shipped_entry(task, run_dir)
+def record_entry_run(
+    task_name: str, task: EntryTask, run_dir: pathlib.Path, variant: str | None = None
+) -> dict[str, Any]:
+    """The record of a finished ``her-wrap train`` run of ``task`` (with ``variant``'s changes): its curve,
+    and its final agent on 100 fresh episodes."""
+    overrides = VARIANTS[variant] if variant else ()
+    layout, args = check_shipped_entry(task, run_dir, overrides)
     seed = int(args["seed"])
     with np.load(layout.evaluations_path) as data:
         steps = [int(value) for value in data["timesteps"]]
@@ -315,19 +338,24 @@ def record_entry_run(task_name: str, task: EntryTask, run_dir: pathlib.Path) -> 
         "load_average": os.getloadavg(),
         "run_dir": str(run_dir),
         "settings": config.to_entry(),
-        "command": f"python scripts/robotics_results.py run {task_name} --seeds {seed}",
-        "train_command": "her-wrap train " + " ".join(task.train_arguments(seed)),
+        "variant": variant,
+        "overrides": list(overrides),
+        "command": f"python scripts/robotics_results.py run {task_name} --seeds {seed}"
+        + (f" --variant {variant}" if variant else ""),
+        "train_command": "her-wrap train " + " ".join(task.train_arguments(seed, overrides)),
     }
 
 
-def run_entry(task_name: str, task: EntryTask, seed: int, log_folder: pathlib.Path) -> dict[str, Any]:
+def run_entry(
+    task_name: str, task: EntryTask, seed: int, log_folder: pathlib.Path, variant: str | None = None
+) -> dict[str, Any]:
     """Train one seed with ``her-wrap train`` and return its record."""
     command = [
         sys.executable,
         "-m",
         "her_wrap.runs.cli",
         "train",
-        *task.train_arguments(seed),
+        *task.train_arguments(seed, VARIANTS[variant] if variant else ()),
         "-f",
         str(log_folder),
     ]
@@ -342,7 +370,7 @@ def run_entry(task_name: str, task: EntryTask, seed: int, log_folder: pathlib.Pa
     if process.returncode != 0:
         raise SystemExit(f"her-wrap train failed:\n{''.join(lines[-20:])}")
     run_dir = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("Run folder:"))
-    return record_entry_run(task_name, task, pathlib.Path(run_dir))
+    return record_entry_run(task_name, task, pathlib.Path(run_dir), variant)
 
 
 def zoo_entry(task: ReferenceTask) -> dict[str, Any]:
@@ -422,13 +450,17 @@ def save_record(path: pathlib.Path, key: str, record: dict[str, Any]) -> None:
 
 
 def command_run(args: argparse.Namespace) -> None:
+    if args.variant and args.task not in ENTRY_TASKS:
+        raise SystemExit(
+            f"--variant changes a manipulation entry; {args.task} is not one ({', '.join(ENTRY_TASKS)})"
+        )
     for seed in args.seeds:
         if args.task in ENTRY_TASKS:
             if args.set or args.steps or args.minutes is not None:
                 raise SystemExit(
                     f"{args.task} runs the shipped entry as it is: no --set, --steps or --minutes"
                 )
-            record = run_entry(args.task, ENTRY_TASKS[args.task], seed, args.log_folder)
+            record = run_entry(args.task, ENTRY_TASKS[args.task], seed, args.log_folder, args.variant)
         elif args.task in REFERENCE_TASKS:
             task = REFERENCE_TASKS[args.task]
             print(
@@ -438,14 +470,18 @@ def command_run(args: argparse.Namespace) -> None:
             record = run_reference(args.task, task, seed, args.minutes or task.minutes)
         else:
             record = run_preset(args, TASKS[args.task], seed)
-        save_record(args.results, f"{args.label or args.task}/{seed}", record)
+        save_record(args.results, f"{args.label or record_label(args.task, args.variant)}/{seed}", record)
+
+
+def record_label(task: str, variant: str | None) -> str:
+    return f"{task}+{variant}" if variant else task
 
 
 def command_record(args: argparse.Namespace) -> None:
     task = ENTRY_TASKS[args.task]
     for run_dir in args.run_dirs:
-        record = record_entry_run(args.task, task, run_dir)
-        save_record(args.results, f"{args.task}/{record['seed']}", record)
+        record = record_entry_run(args.task, task, run_dir, args.variant)
+        save_record(args.results, f"{record_label(args.task, args.variant)}/{record['seed']}", record)
 
 
 def run_preset(args: argparse.Namespace, task: Task, seed: int) -> dict[str, Any]:
@@ -555,7 +591,12 @@ def _median_minutes(records: list[dict[str, Any]], threshold: float) -> str:
 
 def manipulation_row(records: list[dict[str, Any]]) -> str:
     first = records[0]
-    recipe = f"HER({first['learner']}), `configs/her.yml`" if first["kind"] == "entry" else first["learner"]
+    if first["kind"] == "entry":
+        recipe = f"HER({first['learner']}), `configs/her.yml`"
+        if first.get("overrides"):
+            recipe += " with " + ", ".join(f"`{item}`" for item in first["overrides"])
+    else:
+        recipe = first["learner"]
     to_half = _per_seed(records, 0.5)
     to_most = _per_seed(records, 0.9)
     finals = ", ".join(f"{record['final_success']:.2f}" for record in records)
@@ -580,9 +621,12 @@ def plot_manipulation(env_id: str, groups: list[list[dict[str, Any]]]) -> pathli
     for index, records in enumerate(groups):
         color = f"C{index}"
         for record in records:
-            name = (
-                f"HER({record['learner']})" if record["kind"] == "entry" else record["learner"].split(",")[0]
-            )
+            if record["kind"] == "entry":
+                name = f"HER({record['learner']})" + (
+                    f" {record['variant']}" if record.get("variant") else ""
+                )
+            else:
+                name = record["learner"].split(",")[0]
             label = f"{name}, seed {record['seed']}"
             style = "-" if record["kind"] == "entry" else "--"
             by_steps.plot(
@@ -684,12 +728,19 @@ def main() -> None:
         default=ROOT / "logs",
         help="her-wrap train's -f (manipulation tasks)",
     )
+    run.add_argument(
+        "--variant",
+        choices=sorted(VARIANTS),
+        default=None,
+        help="a change to the shipped entry (manipulation tasks)",
+    )
     run.set_defaults(handler=command_run)
     record = commands.add_parser(
         "record", help="add finished her-wrap train run folders of a manipulation task"
     )
     record.add_argument("task", choices=sorted(ENTRY_TASKS))
     record.add_argument("run_dirs", type=pathlib.Path, nargs="+", metavar="RUN_DIR")
+    record.add_argument("--variant", choices=sorted(VARIANTS), default=None, help="the change the runs made")
     record.set_defaults(handler=command_record)
     report = commands.add_parser("report", help="print the results tables and write PNG curves under docs/")
     report.add_argument("--write", action="store_true", help="replace the tables in docs/robotics.md")
