@@ -34,6 +34,7 @@ import math
 import os
 import pathlib
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -577,15 +578,8 @@ def _per_seed(records: list[dict[str, Any]], threshold: float) -> tuple[str, str
 
 def _median_minutes(records: list[dict[str, Any]], threshold: float) -> str:
     """The median over seeds of the minutes to ``threshold`` (a seed that never reaches it counts as never)."""
-    minutes = sorted(
-        math.inf if point is None else point[1]
-        for point in (first_reaching(record, threshold) for record in records)
-    )
-    median = (
-        minutes[(len(minutes) - 1) // 2]
-        if len(minutes) % 2
-        else (minutes[len(minutes) // 2 - 1] + minutes[len(minutes) // 2]) / 2
-    )
+    points = (first_reaching(record, threshold) for record in records)
+    median = statistics.median(math.inf if point is None else point[1] for point in points)
     return "never" if math.isinf(median) else f"{median:.0f}"
 
 
