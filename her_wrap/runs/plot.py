@@ -1,4 +1,5 @@
-"""``her-wrap plot``: success rate and return against env steps, from run folders, as a PNG.
+"""``her-wrap plot``: success rate and return against env steps or wall-clock minutes, from run folders,
+as a PNG.
 
 Two sources:
 
@@ -9,6 +10,10 @@ Two sources:
 Runs of the same env id (several seeds) are drawn as their mean, with a band of one standard deviation
 across runs; each env id gets its own colour. A resumed run's monitor starts at the step its agent had
 reached (``initial_timesteps`` in ``args.yml``).
+
+``--x-axis minutes`` puts wall-clock minutes on the x axis: for ``eval``, the training time at each
+evaluation (``train_seconds`` in ``evaluations.npz``, evaluations left out); for ``train``, the monitor's
+episode end times (evaluations included).
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ from her_wrap.runs.errors import UsageError
 from her_wrap.runs.run_layout import ALGO_FOLDER, RunLayout, find_run, folder_name, layout_of, run_numbers
 from her_wrap.runs.yaml_io import load_yaml_file
 
+#: What the x axis can show, and its label.
+X_AXES = ("steps", "minutes")
+X_LABELS = {"steps": "env steps", "minutes": "wall-clock minutes of training"}
+
 #: Most points on the common x grid of a group of runs.
 MAX_GRID_POINTS = 300
 
@@ -36,12 +45,12 @@ Array = npt.NDArray[np.float64]
 class Curve:
     """One run's learning curve.
 
-    :param timesteps: env steps, ascending
-    :param success_rate: success rate at each step
-    :param returns: mean episode return at each step
+    :param x: env steps, or minutes (``--x-axis minutes``), ascending
+    :param success_rate: success rate at each point
+    :param returns: mean episode return at each point
     """
 
-    timesteps: Array
+    x: Array
     success_rate: Array
     returns: Array
 
@@ -50,7 +59,7 @@ class Curve:
 class Band:
     """Several runs on a common grid: mean and standard deviation across runs (NaN where none has data)."""
 
-    timesteps: Array
+    x: Array
     success_mean: Array
     success_std: Array
     return_mean: Array
@@ -70,6 +79,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--source", choices=("eval", "train"), default="eval", help="eval (default) or train episodes"
     )
     parser.add_argument(
+        "-x",
+        "--x-axis",
+        choices=X_AXES,
+        default="steps",
+        help="steps (default) or minutes: wall-clock minutes of training",
+    )
+    parser.add_argument(
         "--window",
         type=arguments.positive_int,
         default=100,
@@ -81,8 +97,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--title", default=None, help="figure title")
 
 
-def read_evaluations(run_dir: Path) -> Curve | None:
-    """The curve in ``evaluations.npz``, or ``None`` when the run has none."""
+def read_evaluations(run_dir: Path, x_axis: str = "steps") -> Curve | None:
+    """The curve in ``evaluations.npz``, or ``None`` when the run has none.
+
+    :param x_axis: ``steps``, or ``minutes`` (the training wall time at each evaluation)
+    :raises UsageError: for ``minutes`` when the file records no training time
+    """
     path = Path(run_dir) / "evaluations.npz"
     if not path.is_file():
         return None
@@ -93,7 +113,14 @@ def read_evaluations(run_dir: Path) -> Curve | None:
             success = np.asarray(data["successes"], dtype=np.float64).reshape(len(timesteps), -1).mean(axis=1)
         else:
             success = np.full(len(timesteps), np.nan)
-    return Curve(timesteps, success, returns)
+        if x_axis == "steps":
+            return Curve(timesteps, success, returns)
+        if "train_seconds" not in data:
+            raise UsageError(
+                f"{path} records no training time (train_seconds: written by her-wrap train since it times "
+                "evaluations); plot it with --x-axis steps"
+            )
+        return Curve(np.asarray(data["train_seconds"], dtype=np.float64) / 60, success, returns)
 
 
 def _initial_timesteps(run_dir: Path) -> int:
@@ -105,8 +132,11 @@ def _initial_timesteps(run_dir: Path) -> int:
     return 0
 
 
-def read_monitors(run_dir: Path, window: int) -> Curve | None:
-    """The training episodes of a run's monitor CSVs (all envs, in time order), window-averaged."""
+def read_monitors(run_dir: Path, window: int, x_axis: str = "steps") -> Curve | None:
+    """The training episodes of a run's monitor CSVs (all envs, in time order), window-averaged.
+
+    :param x_axis: ``steps``, or ``minutes`` (each episode's end, since the monitor started)
+    """
     import pandas as pd
     from stable_baselines3.common.monitor import get_monitor_files, load_results
 
@@ -115,7 +145,10 @@ def read_monitors(run_dir: Path, window: int) -> Curve | None:
     episodes = load_results(str(run_dir))
     if episodes.empty:
         return None
-    timesteps = _initial_timesteps(run_dir) + np.cumsum(episodes["l"].to_numpy(dtype=np.float64))
+    if x_axis == "steps":
+        x = _initial_timesteps(run_dir) + np.cumsum(episodes["l"].to_numpy(dtype=np.float64))
+    else:
+        x = episodes["t"].to_numpy(dtype=np.float64) / 60
     success = (
         episodes["is_success"].astype(float)
         if "is_success" in episodes
@@ -123,32 +156,32 @@ def read_monitors(run_dir: Path, window: int) -> Curve | None:
     )
     rolling = {"window": window, "min_periods": 1}
     return Curve(
-        timesteps,
+        x,
         success.rolling(**rolling).mean().to_numpy(dtype=np.float64),
         episodes["r"].rolling(**rolling).mean().to_numpy(dtype=np.float64),
     )
 
 
-def _on_grid(grid: Array, timesteps: Array, values: Array) -> Array:
+def _on_grid(grid: Array, x: Array, values: Array) -> Array:
     known = ~np.isnan(values)
     if not known.any():
         return np.full(len(grid), np.nan)
-    return np.interp(grid, timesteps[known], values[known], left=np.nan, right=np.nan)
+    return np.interp(grid, x[known], values[known], left=np.nan, right=np.nan)
 
 
 def aggregate(curves: list[Curve]) -> Band:
-    """Mean and standard deviation of several curves on a common grid of env steps.
+    """Mean and standard deviation of several curves on a common grid of x values.
 
     The grid is the union of the curves' steps (at most :data:`MAX_GRID_POINTS`, evenly spaced beyond
     that); each curve is interpolated linearly inside its own range and missing outside it.
     """
     if not curves:
         raise ValueError("aggregate needs at least one curve")
-    grid = np.unique(np.concatenate([curve.timesteps for curve in curves]))
+    grid = np.unique(np.concatenate([curve.x for curve in curves]))
     if len(grid) > MAX_GRID_POINTS:
         grid = np.linspace(grid[0], grid[-1], MAX_GRID_POINTS)
-    success = np.array([_on_grid(grid, curve.timesteps, curve.success_rate) for curve in curves])
-    returns = np.array([_on_grid(grid, curve.timesteps, curve.returns) for curve in curves])
+    success = np.array([_on_grid(grid, curve.x, curve.success_rate) for curve in curves])
+    returns = np.array([_on_grid(grid, curve.x, curve.returns) for curve in curves])
 
     def stats(values: Array) -> tuple[Array, Array]:
         counts = (~np.isnan(values)).sum(axis=0)
@@ -184,8 +217,11 @@ def collect_runs(args: argparse.Namespace) -> dict[str, list[Path]]:
     return dict(groups)
 
 
-def draw(bands: dict[str, Band], output: Path, *, source: str, title: str | None = None) -> None:
-    """Write a PNG with two panels, success rate and return against env steps, one colour per group."""
+def draw(
+    bands: dict[str, Band], output: Path, *, source: str, title: str | None = None, x_axis: str = "steps"
+) -> None:
+    """Write a PNG with two panels, success rate and return against env steps (or minutes), one colour per
+    group."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -200,16 +236,14 @@ def draw(bands: dict[str, Band], output: Path, *, source: str, title: str | None
             (success_axes, band.success_mean, band.success_std),
             (return_axes, band.return_mean, band.return_std),
         ):
-            axes.plot(band.timesteps, mean, color=colour, label=name)
+            axes.plot(band.x, mean, color=colour, label=name)
             if band.n_runs > 1:
-                axes.fill_between(
-                    band.timesteps, mean - std, mean + std, color=colour, alpha=0.25, linewidth=0
-                )
+                axes.fill_between(band.x, mean - std, mean + std, color=colour, alpha=0.25, linewidth=0)
     success_axes.set_ylim(-0.02, 1.02)
     success_axes.set_ylabel(f"success rate ({kind})")
     return_axes.set_ylabel(f"episode return ({kind})")
     for axes in (success_axes, return_axes):
-        axes.set_xlabel("env steps")
+        axes.set_xlabel(X_LABELS[x_axis])
         axes.grid(alpha=0.3)
     success_axes.legend(loc="lower right", fontsize="small")
     figure.suptitle(title or f"HER: {', '.join(bands)} (mean ± std across runs)")
@@ -226,9 +260,9 @@ def plot(args: argparse.Namespace) -> Path:
             curve
             for run_dir in run_dirs
             if (
-                curve := read_evaluations(run_dir)
+                curve := read_evaluations(run_dir, args.x_axis)
                 if args.source == "eval"
-                else read_monitors(run_dir, args.window)
+                else read_monitors(run_dir, args.window, args.x_axis)
             )
             is not None
         ]
@@ -240,16 +274,18 @@ def plot(args: argparse.Namespace) -> Path:
         bands[env_id] = aggregate(curves)
     output = (
         args.output
-        or Path(args.log_folder) / ALGO_FOLDER / f"{'+'.join(map(folder_name, bands))}_{args.source}.png"
+        or Path(args.log_folder)
+        / ALGO_FOLDER
+        / f"{'+'.join(map(folder_name, bands))}_{args.source}"
+        f"{'_minutes' if args.x_axis == 'minutes' else ''}.png"
     )
-    draw(bands, output, source=args.source, title=args.title)
+    draw(bands, output, source=args.source, title=args.title, x_axis=args.x_axis)
     for env_id, band in bands.items():
         last = np.flatnonzero(~np.isnan(band.success_mean))
         if len(last):
             at = last[-1]
-            final = (
-                f"{band.success_mean[at]:.3f} ± {band.success_std[at]:.3f} at {band.timesteps[at]:.0f} steps"
-            )
+            where = f"{band.x[at]:.0f} steps" if args.x_axis == "steps" else f"{band.x[at]:.1f} minutes"
+            final = f"{band.success_mean[at]:.3f} ± {band.success_std[at]:.3f} at {where}"
         else:
             final = "not recorded"
         print(f"{env_id}: {band.n_runs} run(s), final success rate {final}")

@@ -4,7 +4,8 @@
 
     logs/her/BitFlipping-v0_1/
         0.monitor.csv                   one row per training episode: r, l, t, is_success (one file per env)
-        evaluations.npz                 timesteps, results, ep_lengths, successes (as SB3's EvalCallback)
+        evaluations.npz                 timesteps, results, ep_lengths, successes (as SB3's EvalCallback),
+                                        train_seconds (training wall time at each evaluation)
         best_model.zip                  the agent of the best evaluation (success rate, then return)
         BitFlipping-v0.zip              the agent at the end of training
         replay_buffer.pkl               its replay buffer (--save-replay-buffer)

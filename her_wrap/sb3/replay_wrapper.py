@@ -35,16 +35,14 @@ _SINGLE_WRITES_BELOW = 8
 
 
 class HindsightBatch(NamedTuple):
-    """A sample with what weighted train steps need besides the SB3 samples.
-
-    :param samples: SB3 samples (dict or flat observations, as the learner's policy expects)
-    :param weights: importance weights (prioritized replay), shape ``(B,)``, or None
-    :param indexes: flat storage slots of the samples, for priority updates
-    """
+    """A sample with what weighted train steps need besides the SB3 samples."""
 
     samples: Samples
+    """SB3 samples (dict or flat observations, as the learner's policy expects)."""
     weights: th.Tensor | None
+    """Importance weights (prioritized replay), shape ``(B,)``, or None."""
     indexes: np.ndarray
+    """Flat storage slots of the samples, for priority updates."""
 
 
 class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
