@@ -64,8 +64,12 @@ def comparable(kwargs: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def test_manipulation_preset_runs_the_configs_number_of_envs():
-    assert load_run_config(CONFIG, "FetchPush-v4").n_envs == presets.MANIPULATION_DDPG_N_ENVS
+def test_manipulation_preset_runs_the_configs_number_of_envs_and_threads():
+    config = load_run_config(CONFIG, "FetchPush-v4")
+    assert (config.n_envs, config.num_threads) == (
+        presets.MANIPULATION_DDPG_N_ENVS,
+        presets.MANIPULATION_DDPG_NUM_THREADS,
+    )
 
 
 @pytest.mark.parametrize(("preset", "env_id", "algo", "overrides"), CASES)

@@ -84,8 +84,10 @@ PANDA_REACH_SAC: dict[str, Any] = dict(FETCH_REACH_SAC)
 # regime of the original HER code, configs/her.yml's FetchPush-v4 entry. Use it with
 # MANIPULATION_DDPG_N_ENVS envs stepping in lockstep (train_freq counts steps of all of them: 20 gradient
 # steps of batch 2048 every 500 env steps). Exploration noise is added for the env's action dimensions by
-# manipulation_ddpg(n_actions). docs/manipulation.md has the FetchPush curve.
+# manipulation_ddpg(n_actions), and the update runs fastest on MANIPULATION_DDPG_NUM_THREADS torch threads
+# (torch.set_num_threads). docs/robotics.md has the FetchPush results, docs/manipulation.md the recipe.
 MANIPULATION_DDPG_N_ENVS = 2
+MANIPULATION_DDPG_NUM_THREADS = 2
 MANIPULATION_DDPG_NOISE_STD = 0.2
 MANIPULATION_DDPG: dict[str, Any] = {
     "n_sampled_goal": 4,
