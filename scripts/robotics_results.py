@@ -203,6 +203,20 @@ class SuccessCurve(BaseCallback):
         return time.perf_counter() - self.start - self.eval_seconds < self.max_seconds
 
 
+def final_success(model: Any, env_id: str, seed: int) -> float:
+    """Greedy success of a trained agent on 100 fresh episodes (the figure of a table row)."""
+    final = success_rate(model, make_goal_env(env_id), 100, seed=1_000_000 + seed)
+    print(f"  final greedy success on 100 fresh episodes: {final:.2f}", flush=True)
+    return final
+
+
+def finish(curve: SuccessCurve, model: Any, env_id: str, seed: int) -> float:
+    """Close the curve with a point at the last step, then return the agent's :func:`final_success`."""
+    if not curve.steps or curve.steps[-1] != model.num_timesteps:
+        curve.evaluate()
+    return final_success(model, env_id, seed)
+
+
 def settings_with(base: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """``base`` with ``key=value`` overrides (YAML values; dotted keys reach into nested dicts)."""
     settings = copy.deepcopy(base)
@@ -246,10 +260,7 @@ def run_one(
     start, cpu_start = time.perf_counter(), time.process_time()
     model.learn(steps, callback=curve)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    if curve.steps[-1] != model.num_timesteps:
-        curve.evaluate()
-    final = success_rate(model, make_goal_env(task.env_id), 100, seed=1_000_000 + seed)
-    print(f"  final greedy success on 100 fresh episodes: {final:.2f}", flush=True)
+    final = finish(curve, model, task.env_id, seed)
     return {
         "kind": "preset",
         "env_id": task.env_id,
@@ -320,8 +331,7 @@ def record_entry_run(
         successes = [float(row.mean()) for row in data["successes"]]
         seconds = [float(value) for value in data["train_seconds"]]
     model = HER.load(str(layout.final_model_path), env=make_goal_env(task.env_id), device="cpu")
-    final = success_rate(model, make_goal_env(task.env_id), 100, seed=1_000_000 + seed)
-    print(f"  {run_dir}: final greedy success on 100 fresh episodes {final:.2f}", flush=True)
+    final = final_success(model, task.env_id, seed)
     config = load_run_config(layout.config_path, task.env_id)
     return {
         "kind": "entry",
@@ -417,10 +427,7 @@ def run_reference(task_name: str, task: ReferenceTask, seed: int, minutes: float
         max_seconds=60 * minutes,
     )
     model.learn(steps, callback=curve)
-    if not curve.steps or curve.steps[-1] != model.num_timesteps:
-        curve.evaluate()
-    final = success_rate(model, make_goal_env(task.env_id), 100, seed=1_000_000 + seed)
-    print(f"  final greedy success on 100 fresh episodes: {final:.2f}", flush=True)
+    final = finish(curve, model, task.env_id, seed)
     return {
         "kind": "reference",
         "env_id": task.env_id,
