@@ -118,7 +118,7 @@ class EntryTask:
 
 ENTRY_TASKS: dict[str, EntryTask] = {
     "fetch-push-ddpg": EntryTask("FetchPush-v4", 600_000),
-    "fetch-pick-and-place-ddpg": EntryTask("FetchPickAndPlace-v4", 600_000),
+    "fetch-pick-and-place-ddpg": EntryTask("FetchPickAndPlace-v4", 1_500_000),
     "fetch-slide-ddpg": EntryTask("FetchSlide-v4", 1_500_000),
     "panda-push-ddpg": EntryTask("PandaPush-v3", 600_000),
 }
