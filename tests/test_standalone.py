@@ -378,6 +378,79 @@ def test_uniform_buffer_returns_no_weights_or_indexes() -> None:
     assert sorted(rb.sample(8)) == ["act", "goal", "next_obs", "obs", "rew"]
 
 
+# ---------------------------------------------------------------- n-step returns
+def expected_n_step(
+    batch: dict[str, np.ndarray], n: int, gamma: float, lengths: dict[int, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Reward, next state and discount of each row of a tagged sample, summed by hand for its goal."""
+    rewards, next_states, discounts = [], [], []
+    for state, goal in zip(batch["obs"], batch["goal"], strict=True):
+        episode, step = int(state[0]), int(state[1])
+        window = min(n, lengths[episode] - step)
+        reached = [np.array([[episode, step + i + 1, 0]], dtype=np.float32) for i in range(window)]
+        rewards.append(sum(gamma**i * tag_reward(s, None, goal[None])[0] for i, s in enumerate(reached)))
+        next_states.append(reached[-1][0])
+        discounts.append(gamma**window)
+    return np.array(rewards), np.array(next_states), np.array(discounts)
+
+
+@pytest.mark.parametrize("online", [True, False], ids=["online", "offline"])
+def test_nstep_sums_each_rows_rewards_for_its_own_goal_up_to_the_episode_end(online: bool) -> None:
+    rb = tagged_buffer(Nstep={"size": 3, "gamma": 0.5}, online=online)
+    lengths = {0: 6, 1: 2, 2: 9}
+    for episode, length in lengths.items():
+        fill_tagged(rb, 1, length, first=episode)
+    batch = rb.sample(400)
+    rewards, next_states, discounts = expected_n_step(batch, 3, 0.5, lengths)
+    np.testing.assert_allclose(batch["rew"][:, 0], rewards, rtol=1e-6)
+    np.testing.assert_array_equal(batch["next_obs"], next_states)
+    np.testing.assert_allclose(batch["discounts"][:, 0], discounts, rtol=1e-6)
+    relabeled = batch["goal"][:, 1] >= 0
+    assert relabeled.any() and (~relabeled).any()
+    # Windows of 1, 2 and 3 steps all occur: the episode end cuts the window short.
+    assert set(np.round(np.log(discounts) / np.log(0.5)).astype(int)) == {1, 2, 3}
+
+
+def test_nstep_worked_example_of_the_docstring() -> None:
+    rb = tagged_buffer(Nstep={"size": 3, "gamma": 0.5}, additional_goals=0)
+    fill_tagged(rb, 1, 6)
+    batch = rb.sample(200)
+    row = int(np.flatnonzero(batch["obs"][:, 1] == 4)[0])
+    # r_4 + g * r_5, for the episode's goal (0, -1), which no state reaches: 100 * 0 + 5, then + 6.
+    assert batch["rew"][row, 0] == pytest.approx(5 + 0.5 * 6)
+    np.testing.assert_array_equal(batch["next_obs"][row], [0, 6, 0])
+    assert batch["discounts"][row, 0] == pytest.approx(0.25)
+
+
+def test_nstep_of_size_one_is_the_one_step_sample_with_discounts() -> None:
+    plain, nstep = tagged_buffer(), tagged_buffer(Nstep={"size": 1, "gamma": 0.9})
+    for rb in (plain, nstep):
+        fill_tagged(rb, 4, 5)
+    one_step, with_discounts = plain.sample(64), nstep.sample(64)
+    np.testing.assert_allclose(with_discounts.pop("discounts"), np.full((64, 1), 0.9, np.float32))
+    assert_same_data(one_step, with_discounts)
+
+
+def test_nstep_done_is_set_when_any_step_of_the_window_is_done() -> None:
+    env_dict = {**TAGGED_ENV_DICT, "done": {}}
+    rb = tagged_buffer(env_dict=env_dict, Nstep={"size": 3, "gamma": 0.9})
+    for step in range(5):
+        rb.add(obs=[0, step, 0], act=step, next_obs=[0, step + 1, 0], done=float(step == 4))
+    rb.on_episode_end([0, -1])
+    batch = rb.sample(200)
+    steps = batch["obs"][:, 1]
+    np.testing.assert_array_equal(batch["done"][:, 0], (steps >= 2).astype(np.float32))
+    assert set(steps.astype(int)) == set(range(5))
+
+
+def test_nstep_sample_keeps_the_stored_data() -> None:
+    rb = tagged_buffer(Nstep={"size": 4, "gamma": 0.9})
+    fill_tagged(rb, 3, 7)
+    before = stored(rb)
+    rb.sample(300)
+    assert_same_data(before, stored(rb))
+
+
 # ---------------------------------------------------------------- bad input
 @pytest.mark.parametrize(
     ("overrides", "message"),
@@ -406,8 +479,25 @@ def test_bad_constructor_arguments_raise_value_error(overrides: dict[str, Any], 
 
 
 def test_unsupported_cpprb_option_raises_type_error() -> None:
-    with pytest.raises(TypeError, match="Nstep"):
-        tagged_buffer(Nstep={"size": 3})
+    with pytest.raises(TypeError, match="mmap_prefix"):
+        tagged_buffer(mmap_prefix="rb")
+
+
+@pytest.mark.parametrize(
+    ("nstep", "error", "message"),
+    [
+        ([3], TypeError, "Nstep must be a dict"),
+        ({"size": 0}, ValueError, "integer >= 1"),
+        ({"size": 3, "gamma": 1.5}, ValueError, r"discount in \(0, 1\]"),
+        ({"size": 3, "rew": "reward"}, ValueError, "only reward of this buffer"),
+        ({"size": 3, "next": "obs"}, ValueError, "moves only the next-state field"),
+        ({"size": 3, "discount": 0.9}, ValueError, "unknown keys"),
+    ],
+    ids=["not-a-dict", "size-zero", "gamma-above-one", "other-reward", "other-next", "unknown-key"],
+)
+def test_bad_nstep_raises(nstep: Any, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        tagged_buffer(Nstep=nstep)
 
 
 @pytest.mark.parametrize("batch_size", [0, -3], ids=["zero", "negative"])

@@ -18,6 +18,10 @@ Differences from cpprb, all deliberate:
 - ``online=True`` (default) draws new goals at every sample; ``online=False`` freezes them when the
   episode ends, as cpprb does (only the goal indexes are stored, not copies of the transition).
 - ``seed`` makes every draw reproducible.
+- ``Nstep={"size": n, "gamma": g}`` works with hindsight goals: each step's reward in the window is
+  ``reward_func`` of that step for the sample's own (possibly relabeled) goal, and the sample carries
+  ``discounts``. cpprb's HER buffer has no n-step returns (``Nstep`` fails there for want of a ``done``
+  field).
 - Bad input raises ``ValueError`` / ``TypeError`` that names the fix and leaves stored data as it was.
 """
 
@@ -39,8 +43,11 @@ CpprbRewardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 _GOAL = "goal"
 _REWARD = "rew"
-# cpprb's buffer accepts these too; only default_dtype changes what the HER buffer stores.
-_SUPPORTED_KWARGS = ("default_dtype",)
+_DISCOUNTS = "discounts"
+_DONE = "done"
+# cpprb's buffer accepts these too; default_dtype changes what the HER buffer stores, Nstep how it samples.
+_SUPPORTED_KWARGS = ("default_dtype", "Nstep")
+_NSTEP_KEYS = ("size", "gamma", "rew", "next")
 
 
 def _field_spec(name: str, spec: Any, default_dtype: np.dtype) -> FieldSpec:
@@ -53,6 +60,40 @@ def _field_spec(name: str, spec: Any, default_dtype: np.dtype) -> FieldSpec:
     return FieldSpec(
         tuple(np.atleast_1d(np.asarray(shape, dtype=np.int64)).tolist()), spec.get("dtype", default_dtype)
     )
+
+
+def _names(value: Any) -> list[str]:
+    """cpprb's ``str or list of str``, as a list."""
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _parse_nstep(nstep: Any, next_state: str) -> tuple[int, float]:
+    """``(size, gamma)`` of cpprb's ``Nstep`` dict, checked against what this buffer can sum and move.
+
+    ``rew`` may only name the reward the buffer computes (``"rew"``) and ``next`` only the next-state
+    field: the other fields of a sample are those of its first step.
+    """
+    if not isinstance(nstep, Mapping):
+        raise TypeError(f"Nstep must be a dict such as {{'size': 3, 'gamma': 0.99}}, got {nstep!r}.")
+    unknown = sorted(set(nstep) - set(_NSTEP_KEYS))
+    if unknown:
+        raise ValueError(f"Nstep has unknown keys {unknown}; it takes {list(_NSTEP_KEYS)}.")
+    size, gamma = nstep.get("size"), nstep.get("gamma", 0.99)
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+        raise ValueError(f"Nstep['size'] must be an integer >= 1 (steps summed per sample), got {size!r}.")
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.floating)) or not 0 < gamma <= 1:
+        raise ValueError(f"Nstep['gamma'] must be a discount in (0, 1], got {gamma!r}.")
+    if "rew" in nstep and _names(nstep["rew"]) != [_REWARD]:
+        raise ValueError(
+            f"Nstep['rew'] is {nstep['rew']!r}, but the only reward of this buffer is the one it computes, "
+            f"{_REWARD!r}: pass Nstep['rew'] = {_REWARD!r} or leave it out."
+        )
+    if "next" in nstep and _names(nstep["next"]) != [next_state]:
+        raise ValueError(
+            f"Nstep['next'] is {nstep['next']!r}; the buffer moves only the next-state field {next_state!r} "
+            f"to the window's end: pass Nstep['next'] = {next_state!r} or leave it out."
+        )
+    return int(size), float(gamma)
 
 
 class HindsightReplayBuffer:
@@ -78,6 +119,12 @@ class HindsightReplayBuffer:
       above 1 counts as 1 (half of a batch relabeled); ``additional_goals=0`` disables relabeling.
     - Every field other than ``goal`` and ``rew`` comes back as stored (a ``done`` field is not recomputed
       for the new goal; cpprb does the same).
+    - ``Nstep={"size": n, "gamma": g}``: a sample of step ``t`` sums ``m = min(n, T - t)`` steps (its
+      window never crosses the episode's end): ``rew = sum_i g**i * reward_func(next_state[t+i],
+      action[t+i], goal)`` with the sample's own goal at every step, ``next_state`` is ``next_state[t+m-1]``,
+      a ``done`` field is 1 when any step of the window stored 1, and ``discounts = g**m`` (shape
+      ``(batch_size, 1)``) is the factor of the bootstrapped value: ``target = rew + discounts * (1 - done)
+      * V(next_state, goal)``. Other fields are those of step ``t``.
 
     .. note::
         Units differ from cpprb. cpprb's ``size`` counts stored rows, ``k + 1`` per real transition
@@ -119,7 +166,9 @@ class HindsightReplayBuffer:
         (online only; see :class:`~her_wrap.HindsightSettings`)
     :param alpha: priority exponent (cpprb's default 0.6)
     :param eps: added to priorities before the exponent (cpprb's default 1e-4)
-    :param kwargs: ``default_dtype`` (cpprb's, float32 by default) for fields that name no dtype
+    :param kwargs: ``default_dtype`` (cpprb's, float32 by default) for fields that name no dtype, and
+        ``Nstep`` (cpprb's ``{"size": n, "gamma": 0.99, "rew": "rew", "next": next_state}``): n-step
+        returns for each sample's goal (see Semantics)
     """
 
     def __init__(
@@ -176,6 +225,11 @@ class HindsightReplayBuffer:
                 f"additional_goals must be an integer >= 0 (relabeled goals per real one), got {additional_goals!r}."
             )
         strategy = GoalSelectionStrategy.parse(strategy)
+        #: steps summed per sample, and their discount (None without ``Nstep``: one-step samples)
+        self.n_steps: int = 1
+        self.gamma: float | None = None
+        if kwargs.get("Nstep") is not None:
+            self.n_steps, self.gamma = _parse_nstep(kwargs["Nstep"], next_state)
         # One possible final goal per episode: more copies of it would only shift the relabeled share.
         settings = HindsightSettings(
             n_sampled_goal=min(int(additional_goals), 1)
@@ -411,6 +465,8 @@ class HindsightReplayBuffer:
             )
         raw = self.replay.sample(batch_size, beta)
         batch = self._transitions(raw)
+        if self.gamma is not None:
+            self._n_step_returns(batch, raw["indexes"])
         if self.prioritized:
             batch["weights"] = raw["weights"]
             batch["indexes"] = raw["indexes"].astype(np.uint64)
@@ -422,22 +478,68 @@ class HindsightReplayBuffer:
             name: raw[self._next_row_field if name == self.next_state else name] for name in self.env_specs
         }
         goals = raw[_GOAL]
-        rewards = np.asarray(self.reward_func(batch[self.next_state], batch[self.action], goals))
+        rewards = self._rewards(batch[self.next_state], batch[self.action], goals)
+        batch[_REWARD] = rewards.astype(self.reward_dtype, copy=False).reshape(-1, 1)
+        batch[_GOAL] = goals
+        return batch
+
+    def _rewards(self, next_states: np.ndarray, actions: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        """``reward_func`` of a batch of rows, checked to give one reward per row, as a flat array."""
+        rewards = np.asarray(self.reward_func(next_states, actions, goals))
         n = len(goals)
         if rewards.shape not in ((n,), (n, 1)):
             raise ValueError(
                 f"reward_func returned shape {rewards.shape} for {n} rows; it must return one reward per row, "
                 f"shape ({n},) or ({n}, 1): make it vectorized over the leading dimension."
             )
-        batch[_REWARD] = rewards.astype(self.reward_dtype, copy=False).reshape(n, 1)
-        batch[_GOAL] = goals
-        return batch
+        return rewards.reshape(n)
+
+    def _read(self, name: str, rings: np.ndarray) -> np.ndarray:
+        """One stored field at the given rows, shaped ``(n, *shape)`` as in a sample."""
+        spec = self.env_specs[name]
+        return self.replay.storage.read_field(name, rings, np.zeros_like(rings)).reshape(
+            len(rings), *spec.shape
+        )
+
+    def _n_step_returns(self, batch: dict[str, np.ndarray], rings: np.ndarray) -> None:
+        """Turn a sample of one-step transitions into n-step ones for each row's own goal (see Semantics).
+
+        Worked example, ``Nstep = {"size": 3, "gamma": g}``, a sample at step 4 of a 6-step episode: the
+        window holds steps 4 and 5, ``rew = r_4 + g * r_5`` (both ``reward_func`` of the sample's goal),
+        ``next_state`` is ``next_state[5]`` and ``discounts = g ** 2``.
+        """
+        storage, gamma = self.replay.storage, float(self.gamma or 1.0)
+        n_rows = storage.n_rows
+        _, remaining = storage.steps_to_episode_end(rings, np.zeros_like(rings))
+        taken = np.minimum(remaining, self.n_steps)
+        goals = batch[_GOAL]
+        returns = batch[_REWARD][:, 0].astype(np.float64)
+        done = batch[_DONE].copy() if _DONE in batch else None
+        for k in range(1, self.n_steps):
+            rows = np.flatnonzero(taken > k)
+            if rows.size == 0:
+                break
+            step_rings = (rings[rows] + k) % n_rows
+            next_states = self._read(self._row_field, (step_rings + 1) % n_rows)
+            actions = self._read(self.action, step_rings)
+            returns[rows] += gamma**k * self._rewards(next_states, actions, goals[rows])
+            if done is not None:
+                done[rows] = np.maximum(done[rows], self._read(_DONE, step_rings))
+        moved = np.flatnonzero(taken > 1)
+        if moved.size:
+            last = (rings[moved] + taken[moved]) % n_rows  # the row after the window's last step
+            batch[self.next_state][moved] = self._read(self._row_field, last)
+        batch[_REWARD] = returns.astype(self.reward_dtype).reshape(-1, 1)
+        if done is not None:
+            batch[_DONE] = done
+        batch[_DISCOUNTS] = (gamma**taken).astype(np.float32).reshape(-1, 1)
 
     def get_all_transitions(self, shuffle: bool = False) -> dict[str, np.ndarray]:
         """Every stored real transition with its original goal and reward (no relabeled copy: none is stored).
 
         :param shuffle: shuffle the rows (with the buffer's generator); otherwise oldest first
-        :return: the layout of :meth:`sample` without ``weights`` and ``indexes``
+        :return: the layout of :meth:`sample` without ``weights``, ``indexes`` and ``discounts``: one-step
+            transitions, also when built with ``Nstep``
         """
         storage = self.replay.storage
         rings = np.flatnonzero(storage.step_index[:, 0] >= 0)
