@@ -411,8 +411,9 @@ def test_nstep_sums_each_rows_rewards_for_its_own_goal_up_to_the_episode_end(onl
     assert set(np.round(np.log(discounts) / np.log(0.5)).astype(int)) == {1, 2, 3}
 
 
-def test_nstep_worked_example_of_the_docstring() -> None:
-    rb = tagged_buffer(Nstep={"size": 3, "gamma": 0.5}, additional_goals=0)
+@pytest.mark.parametrize("compact", [True, False], ids=["compact", "not-compact"])
+def test_nstep_worked_example_of_the_docstring(compact: bool) -> None:
+    rb = tagged_buffer(Nstep={"size": 3, "gamma": 0.5}, additional_goals=0, compact=compact)
     fill_tagged(rb, 1, 6)
     batch = rb.sample(200)
     row = int(np.flatnonzero(batch["obs"][:, 1] == 4)[0])
