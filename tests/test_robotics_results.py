@@ -104,3 +104,26 @@ def test_median_minutes_counts_a_seed_that_never_gets_there(script: ModuleType) 
 
     assert script._median_minutes([curve(20), curve(30), curve(None)], 0.9) == "30"
     assert script._median_minutes([curve(20), curve(None), curve(None)], 0.9) == "never"
+
+
+def test_a_manipulation_row_gives_steps_and_minutes_to_each_milestone(script: ModuleType) -> None:
+    record = {
+        "kind": "entry",
+        "env_id": "FetchPickAndPlace-v4",
+        "learner": "DDPG",
+        "seed": 0,
+        "steps": 60_000,
+        "final_success": 0.77,
+        "train_seconds": 180.0,
+        "curve_steps": [0, 20_000, 40_000, 60_000],
+        "curve_success": [0.0, 0.6, 0.82, 0.84],
+        "curve_seconds": [0, 60, 120, 180],
+        "command": "python scripts/robotics_results.py run fetch-pick-and-place-ddpg --seeds 0",
+    }
+    cells = [cell.strip() for cell in script.manipulation_row([record]).split("|")[1:-1]]
+    assert script.MILESTONES == (0.5, 0.8, 0.9)
+    assert cells[3] == "20k / 40k / -"
+    assert cells[4] == "1 / 2 / -"
+    assert cells[5] == "2 / never"
+    assert cells[6] == "0.77"
+    assert cells[8] == "3.0"
