@@ -466,7 +466,7 @@ class HindsightReplayBuffer:
         raw = self.replay.sample(batch_size, beta)
         batch = self._transitions(raw)
         if self.gamma is not None:
-            self._n_step_returns(batch, raw["indexes"])
+            self._n_step_returns(batch, raw["indexes"], self.gamma)
         if self.prioritized:
             batch["weights"] = raw["weights"]
             batch["indexes"] = raw["indexes"].astype(np.uint64)
@@ -501,14 +501,14 @@ class HindsightReplayBuffer:
             len(rings), *spec.shape
         )
 
-    def _n_step_returns(self, batch: dict[str, np.ndarray], rings: np.ndarray) -> None:
+    def _n_step_returns(self, batch: dict[str, np.ndarray], rings: np.ndarray, gamma: float) -> None:
         """Turn a sample of one-step transitions into n-step ones for each row's own goal (see Semantics).
 
         Worked example, ``Nstep = {"size": 3, "gamma": g}``, a sample at step 4 of a 6-step episode: the
         window holds steps 4 and 5, ``rew = r_4 + g * r_5`` (both ``reward_func`` of the sample's goal),
         ``next_state`` is ``next_state[5]`` and ``discounts = g ** 2``.
         """
-        storage, gamma = self.replay.storage, float(self.gamma or 1.0)
+        storage = self.replay.storage
         n_rows = storage.n_rows
         _, remaining = storage.steps_to_episode_end(rings, np.zeros_like(rings))
         taken = np.minimum(remaining, self.n_steps)
