@@ -444,6 +444,24 @@ def test_nstep_done_is_set_when_any_step_of_the_window_is_done() -> None:
     assert set(steps.astype(int)) == set(range(5))
 
 
+def test_nstep_window_ends_at_a_done_step_inside_the_episode() -> None:
+    env_dict = {**TAGGED_ENV_DICT, "done": {}}
+    rb = tagged_buffer(env_dict=env_dict, Nstep={"size": 4, "gamma": 0.5}, additional_goals=0)
+    for step in range(6):
+        rb.add(obs=[0, step, 0], act=step, next_obs=[0, step + 1, 0], done=float(step == 1))
+    rb.on_episode_end([0, -1])
+    batch = rb.sample(300)
+    steps = batch["obs"][:, 1].astype(int)
+    # Steps 0 and 1 stop at the done step 1; step 2 sums steps 2 to 5 as usual.
+    window = np.where(steps <= 1, 2 - steps, np.minimum(4, 6 - steps))
+    np.testing.assert_allclose(batch["discounts"][:, 0], 0.5**window, rtol=1e-6)
+    np.testing.assert_array_equal(batch["next_obs"][:, 1], steps + window)
+    np.testing.assert_array_equal(batch["done"][:, 0], (steps <= 1).astype(np.float32))
+    first = int(np.flatnonzero(steps == 0)[0])
+    # The episode's goal (0, -1) is never reached: the reward of step i is i + 1 (see tag_reward).
+    assert batch["rew"][first, 0] == pytest.approx(1 + 0.5 * 2)
+
+
 def test_nstep_sample_keeps_the_stored_data() -> None:
     rb = tagged_buffer(Nstep={"size": 4, "gamma": 0.9})
     fill_tagged(rb, 3, 7)

@@ -26,6 +26,50 @@ TerminatedFn = Callable[[np.ndarray, np.ndarray, Any], np.ndarray]
 """``terminated_fn(achieved_goal, desired_goal, infos) -> bool array``, same conventions as :data:`RewardFn`."""
 
 
+StepFn = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray | None]]
+"""``step(rows, ring_rows, columns) -> (rewards, terminated or None)``: the reward of step ``t + k`` of the
+given batch ``rows`` (stored at ``ring_rows, columns``) for each row's own goal, and whether that step ends
+the episode."""
+
+
+def n_step_window(
+    storage: EpisodeStorage,
+    rings: np.ndarray,
+    columns: np.ndarray,
+    n_steps: int,
+    gamma: float,
+    returns: np.ndarray,
+    done: np.ndarray,
+    step: StepFn,
+) -> np.ndarray:
+    """Sum the discounted rewards of up to ``n_steps`` steps from each sampled transition, in place.
+
+    A window stops at the episode's last stored step and after a step that terminates: its steps are
+    ``t, ..., t + m - 1`` with ``m`` the returned count. ``returns`` (float64, holding ``r_t``) gains
+    ``gamma**k * r_{t+k}`` for each later step of the window and ``done`` (bool, holding the sampled step's
+    termination) is ORed with theirs. The caller moves the next observation to row ``t + m`` and
+    bootstraps with ``gamma**m``.
+
+    :param step: the rewards and terminations of the window's later steps, see :data:`StepFn`
+    :return: ``m``, the steps in each sample's window (int64, at least 1)
+    """
+    _, remaining = storage.steps_to_episode_end(rings, columns)
+    horizon = np.minimum(remaining, n_steps)
+    taken = np.ones(rings.size, dtype=np.int64)
+    alive = ~done
+    for k in range(1, n_steps):
+        rows = np.flatnonzero(alive & (horizon > k))
+        if rows.size == 0:
+            break
+        rewards, terminated = step(rows, (rings[rows] + k) % storage.n_rows, columns[rows])
+        returns[rows] += gamma**k * rewards
+        taken[rows] = k + 1
+        if terminated is not None:
+            done[rows] |= terminated
+            alive[rows] &= ~terminated
+    return taken
+
+
 def as_generator(seed: int | np.random.Generator | None) -> np.random.Generator:
     """A ``np.random.Generator`` from a seed, a generator (used as is) or None (fresh entropy)."""
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
@@ -375,21 +419,16 @@ class HindsightReplay:
             )
         gamma, n_rows = float(self.discount), self.storage.n_rows
         goal_key, reward_key = self.desired_goal_key, self.reward_key
-        _, remaining = self.storage.steps_to_episode_end(rings, columns)
-        horizon = np.minimum(remaining, self.settings.n_steps)
         goals = batch[goal_key]
         returns = batch[reward_key].astype(np.float64)
         terminated_key = self.terminated_key if self.terminated_key in batch else None
         done = (
             batch[terminated_key].astype(bool) if terminated_key is not None else np.zeros(rings.size, bool)
         )
-        taken = np.ones(rings.size, dtype=np.int64)
-        alive = ~done
-        for k in range(1, self.settings.n_steps):
-            rows = np.flatnonzero(alive & (horizon > k))
-            if rows.size == 0:
-                break
-            step_rings, step_columns = (rings[rows] + k) % n_rows, columns[rows]
+
+        def step(
+            rows: np.ndarray, step_rings: np.ndarray, step_columns: np.ndarray
+        ) -> tuple[np.ndarray, np.ndarray | None]:
             reward = self.storage.read_field(reward_key, step_rings, step_columns).astype(np.float64)
             terminated = (
                 self.storage.read_field(terminated_key, step_rings, step_columns).astype(bool)
@@ -418,10 +457,9 @@ class HindsightReplay:
                     terminated[new_goal] = np.asarray(
                         self.terminated_fn(achieved, step_goals, infos)
                     ).reshape(-1)
-            returns[rows] += gamma**k * reward
-            taken[rows] = k + 1
-            done[rows] |= terminated
-            alive[rows] &= ~terminated
+            return reward, terminated
+
+        taken = n_step_window(self.storage, rings, columns, self.settings.n_steps, gamma, returns, done, step)
         moved = np.flatnonzero(taken > 1)
         if moved.size:
             next_rings, next_columns = (rings[moved] + taken[moved]) % n_rows, columns[moved]

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from her_wrap.core.replay import HindsightReplay, check_batch_size
+from her_wrap.core.replay import HindsightReplay, check_batch_size, n_step_window
 from her_wrap.core.settings import HindsightSettings, parse_goal_mix
 from her_wrap.core.storage import FieldSpec
 from her_wrap.core.strategies import GoalSelectionStrategy
@@ -119,8 +119,8 @@ class HindsightReplayBuffer:
       above 1 counts as 1 (half of a batch relabeled); ``additional_goals=0`` disables relabeling.
     - Every field other than ``goal`` and ``rew`` comes back as stored (a ``done`` field is not recomputed
       for the new goal; cpprb does the same).
-    - ``Nstep={"size": n, "gamma": g}``: a sample of step ``t`` sums ``m = min(n, T - t)`` steps (its
-      window never crosses the episode's end): ``rew = sum_i g**i * reward_func(next_state[t+i],
+    - ``Nstep={"size": n, "gamma": g}``: a sample of step ``t`` sums ``m <= min(n, T - t)`` steps (its
+      window never crosses the episode's end, and ends at a step whose ``done`` field is set): ``rew = sum_i g**i * reward_func(next_state[t+i],
       action[t+i], goal)`` with the sample's own goal at every step, ``next_state`` is ``next_state[t+m-1]``,
       a ``done`` field is 1 when any step of the window stored 1, and ``discounts = g**m`` (shape
       ``(batch_size, 1)``) is the factor of the bootstrapped value: ``target = rew + discounts * (1 - done)
@@ -510,28 +510,30 @@ class HindsightReplayBuffer:
         """
         storage = self.replay.storage
         n_rows = storage.n_rows
-        _, remaining = storage.steps_to_episode_end(rings, np.zeros_like(rings))
-        taken = np.minimum(remaining, self.n_steps)
+        columns = np.zeros_like(rings)
         goals = batch[_GOAL]
         returns = batch[_REWARD][:, 0].astype(np.float64)
-        done = batch[_DONE].copy() if _DONE in batch else None
-        for k in range(1, self.n_steps):
-            rows = np.flatnonzero(taken > k)
-            if rows.size == 0:
-                break
-            step_rings = (rings[rows] + k) % n_rows
+        stored_done = batch.get(_DONE)
+        done = np.zeros(rings.size, bool) if stored_done is None else stored_done.reshape(rings.size) != 0
+
+        def step(
+            rows: np.ndarray, step_rings: np.ndarray, _: np.ndarray
+        ) -> tuple[np.ndarray, np.ndarray | None]:
             next_states = self._read(self._row_field, (step_rings + 1) % n_rows)
-            actions = self._read(self.action, step_rings)
-            returns[rows] += gamma**k * self._rewards(next_states, actions, goals[rows])
-            if done is not None:
-                done[rows] = np.maximum(done[rows], self._read(_DONE, step_rings))
+            rewards = self._rewards(next_states, self._read(self.action, step_rings), goals[rows])
+            terminated = (
+                None if stored_done is None else self._read(_DONE, step_rings).reshape(rows.size) != 0
+            )
+            return rewards, terminated
+
+        taken = n_step_window(storage, rings, columns, self.n_steps, gamma, returns, done, step)
         moved = np.flatnonzero(taken > 1)
         if moved.size:
             last = (rings[moved] + taken[moved]) % n_rows  # the row after the window's last step
             batch[self.next_state][moved] = self._read(self._row_field, last)
         batch[_REWARD] = returns.astype(self.reward_dtype).reshape(-1, 1)
-        if done is not None:
-            batch[_DONE] = done
+        if stored_done is not None:
+            batch[_DONE] = done.reshape(stored_done.shape).astype(stored_done.dtype)
         batch[_DISCOUNTS] = (gamma**taken).astype(np.float32).reshape(-1, 1)
 
     def get_all_transitions(self, shuffle: bool = False) -> dict[str, np.ndarray]:
