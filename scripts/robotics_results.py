@@ -157,8 +157,14 @@ class ReferenceTask:
     eval_episodes: int = 20
 
 
+#: Each budget is the shipped entry's training minutes to that task's target on seed 0 (for FetchPush, its
+#: whole 600k-step run), so a row shows where the zoo's recipe stands when her_wrap's gets there.
 REFERENCE_TASKS: dict[str, ReferenceTask] = {
     "fetch-push-zoo-tqc": ReferenceTask("FetchPush-v4", "tqc", "FetchPush-v1", 25.0, 1_000),
+    "fetch-pick-and-place-zoo-tqc": ReferenceTask(
+        "FetchPickAndPlace-v4", "tqc", "FetchPickAndPlace-v1", 48.0, 2_000
+    ),
+    "panda-push-zoo-tqc": ReferenceTask("PandaPush-v3", "tqc", "PandaPush-v1", 19.0, 1_000),
 }
 
 

@@ -127,3 +127,14 @@ def test_a_manipulation_row_gives_steps_and_minutes_to_each_milestone(script: Mo
     assert cells[5] == "2 / never"
     assert cells[6] == "0.77"
     assert cells[8] == "3.0"
+
+
+def test_every_reference_reads_an_unnormalized_her_entry_of_the_zoo_for_a_shipped_task(
+    script: ModuleType,
+) -> None:
+    for name, task in script.REFERENCE_TASKS.items():
+        entry = script.zoo_entry(task)
+        assert entry["replay_buffer_class"] == "HerReplayBuffer", name
+        assert not entry.get("normalize", False), name
+        assert isinstance(entry["replay_buffer_kwargs"], dict), name
+        assert task.env_id in {entry_task.env_id for entry_task in script.ENTRY_TASKS.values()}, name
