@@ -121,7 +121,7 @@ ENTRY_TASKS: dict[str, EntryTask] = {
     "fetch-pick-and-place-ddpg": EntryTask("FetchPickAndPlace-v4", 1_500_000),
     "fetch-slide-ddpg": EntryTask("FetchSlide-v4", 1_500_000),
     "panda-push-ddpg": EntryTask("PandaPush-v3", 600_000),
-    "panda-pick-and-place-ddpg": EntryTask("PandaPickAndPlace-v3", 1_000_000),
+    "panda-pick-and-place-ddpg": EntryTask("PandaPickAndPlace-v3", 800_000),
 }
 
 
