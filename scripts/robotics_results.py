@@ -164,6 +164,7 @@ REFERENCE_TASKS: dict[str, ReferenceTask] = {
     "fetch-pick-and-place-zoo-tqc": ReferenceTask(
         "FetchPickAndPlace-v4", "tqc", "FetchPickAndPlace-v1", 48.0, 2_000
     ),
+    "fetch-slide-zoo-tqc": ReferenceTask("FetchSlide-v4", "tqc", "FetchSlide-v1", 33.0, 1_000),
     "panda-push-zoo-tqc": ReferenceTask("PandaPush-v3", "tqc", "PandaPush-v1", 19.0, 1_000),
 }
 
