@@ -120,8 +120,9 @@ class HindsightReplayBuffer:
     - Every field other than ``goal`` and ``rew`` comes back as stored (a ``done`` field is not recomputed
       for the new goal; cpprb does the same).
     - ``Nstep={"size": n, "gamma": g}``: a sample of step ``t`` sums ``m <= min(n, T - t)`` steps (its
-      window never crosses the episode's end, and ends at a step whose ``done`` field is set): ``rew = sum_i g**i * reward_func(next_state[t+i],
-      action[t+i], goal)`` with the sample's own goal at every step, ``next_state`` is ``next_state[t+m-1]``,
+      window never crosses the episode's end, and ends at a step whose ``done`` field is set):
+      ``rew = sum_i g**i * reward_func(next_state[t+i], action[t+i], goal)`` with the sample's own goal at
+      every step, ``next_state`` is ``next_state[t+m-1]``,
       a ``done`` field is 1 when any step of the window stored 1, and ``discounts = g**m`` (shape
       ``(batch_size, 1)``) is the factor of the bootstrapped value: ``target = rew + discounts * (1 - done)
       * V(next_state, goal)``. Other fields are those of step ``t``.
