@@ -157,8 +157,9 @@ class ReferenceTask:
     eval_episodes: int = 20
 
 
-#: Each budget is the shipped entry's training minutes to that task's target on seed 0 (for FetchPush, its
-#: whole 600k-step run), so a row shows where the zoo's recipe stands when her_wrap's gets there.
+#: Each budget is the shipped entry's training minutes on seed 0 to its target: 0.8 for FetchPickAndPlace,
+#: 0.5 for FetchSlide, 0.9 for PandaPush (for FetchPush, its whole 600k-step run), so a row shows where the
+#: zoo's recipe stands when her_wrap's gets there.
 REFERENCE_TASKS: dict[str, ReferenceTask] = {
     "fetch-push-zoo-tqc": ReferenceTask("FetchPush-v4", "tqc", "FetchPush-v1", 25.0, 1_000),
     "fetch-pick-and-place-zoo-tqc": ReferenceTask(
