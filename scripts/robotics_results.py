@@ -136,6 +136,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "laber-mean-512": ("her.laber:LaBERmean", "her.laber_m:4", "batch_size:512"),
     # Prioritized replay (proportional, alpha 0.6, beta 0.4).
     "per": ("her.prioritized:true",),
+    # Twice the gradient steps per cycle: 40 of batch 2048 every 500 env steps (0.08 per env step).
+    "updates-40": ("gradient_steps:40",),
 }
 
 
