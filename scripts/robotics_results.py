@@ -138,6 +138,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "per": ("her.prioritized:true",),
     # Twice the gradient steps per cycle: 40 of batch 2048 every 500 env steps (0.08 per env step).
     "updates-40": ("gradient_steps:40",),
+    # TD3 instead of DDPG (twin critics, target policy smoothing, the actor updated every second step).
+    "td3": ("model_class:td3",),
 }
 
 

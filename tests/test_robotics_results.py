@@ -71,7 +71,7 @@ def test_another_budget_or_schedule_is_refused(script: ModuleType, tmp_path: pat
         script.check_shipped_entry(task, fake_run(tmp_path / "b", shipped_entry(task.steps), eval_freq=5000))
 
 
-@pytest.mark.parametrize("variant", ["goal-mix", "laber-mean", "laber-mean-512", "per", "updates-40"])
+@pytest.mark.parametrize("variant", ["goal-mix", "laber-mean", "laber-mean-512", "per", "updates-40", "td3"])
 def test_a_variant_run_is_taken_only_as_that_variant(
     script: ModuleType, tmp_path: pathlib.Path, variant: str
 ) -> None:
