@@ -140,6 +140,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "updates-40": ("gradient_steps:40",),
     # TD3 instead of DDPG (twin critics, target policy smoothing, the actor updated every second step).
     "td3": ("model_class:td3",),
+    # Eight relabeled goals per kept one: 8/9 of each batch relabeled instead of 4/5.
+    "n-sampled-goal-8": ("her.n_sampled_goal:8",),
 }
 
 
