@@ -26,7 +26,7 @@ from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy as StableBaselinesStrategy
 
-from her_wrap.core.strategies import GoalSelectionStrategy
+from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.sb3 import HerReplayBuffer, HindsightExperienceReplayWrapper
 
 TINY = {"learning_starts": 100, "batch_size": 32, "policy_kwargs": {"net_arch": [16]}}

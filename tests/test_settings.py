@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy as SB3Strategy
 
 from her_wrap import HER, BitFlippingEnv, HindsightSettings
+from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.core.settings import LaBERVariant
-from her_wrap.core.strategies import GoalSelectionStrategy
 
 
 @pytest.mark.parametrize("member", list(SB3Strategy))

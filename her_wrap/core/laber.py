@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from her_wrap.core.settings import LaBERVariant
+
 _RESERVED_KEYS = ("weights", "indexes")
 
 
@@ -224,3 +226,11 @@ class LaBERmax(LaBER):
         """
         inverse = 1.0 / probabilities[indexes]
         return inverse / inverse.max()
+
+
+#: The functor class of each LaBER variant (:attr:`~her_wrap.core.settings.HindsightSettings.laber`).
+LABER_VARIANTS: dict[LaBERVariant, type[LaBER]] = {
+    LaBERVariant.MEAN: LaBERmean,
+    LaBERVariant.LAZY: LaBERlazy,
+    LaBERVariant.MAX: LaBERmax,
+}

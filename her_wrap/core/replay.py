@@ -12,10 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from her_wrap.core.goal_selection import sample_transitions, select_goal_rows, select_goals_from_sources
+from her_wrap.core.goal_selection import (
+    GoalSelectionStrategy,
+    sample_transitions,
+    select_goal_rows,
+    select_goals_from_sources,
+)
 from her_wrap.core.settings import HindsightSettings
 from her_wrap.core.storage import AddReport, EpisodeStorage, FieldSpec
-from her_wrap.core.strategies import GoalSelectionStrategy
 from her_wrap.core.sum_tree import ProportionalPrioritizer
 
 RewardFn = Callable[[np.ndarray, np.ndarray, Any], np.ndarray]
