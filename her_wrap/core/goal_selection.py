@@ -113,6 +113,11 @@ class GoalSource:
     #: Every source, in the order a goal mix lists them.
     MEMBERS: Final[tuple[GoalSourceMember, ...]] = (*GoalSelectionStrategy, DesiredGoal.DESIRED)
 
+    def __new__(cls, value: str | Enum) -> GoalSourceMember:  # type: ignore[misc]
+        """``GoalSource(name)`` is :meth:`parse`, as an enum's lookup by value (pickles of goal mixes made
+        when the sources were an enum of their own call it)."""
+        return cls.parse(value)
+
     @classmethod
     def parse(cls, value: str | Enum) -> GoalSourceMember:
         """Accept a strategy, ``DesiredGoal.DESIRED``, or a source's name in any case.

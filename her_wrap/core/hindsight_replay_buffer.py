@@ -43,7 +43,8 @@ from her_wrap.core.cpprb_arguments import (
     parse_nstep,
 )
 from her_wrap.core.goal_selection import GoalSelectionStrategy
-from her_wrap.core.replay import HindsightReplay, check_batch_size, n_step_window
+from her_wrap.core.n_step import n_step_window
+from her_wrap.core.replay import HindsightReplay, check_batch_size
 from her_wrap.core.settings import HindsightSettings
 from her_wrap.core.staged_episode import StagedEpisode, check_compact, episode_goals
 
