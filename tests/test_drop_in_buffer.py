@@ -439,3 +439,16 @@ def test_readme_zoo_example_names_the_buffer_as_the_tested_zoo_file_does():
     tested = yaml.safe_load((Path(__file__).parent / "data" / "zoo_her.yml").read_text())["FetchReach-v4"]
     keys = ("replay_buffer_class", "replay_buffer_kwargs", "policy")
     assert [example[key] for key in keys] == [tested[key] for key in keys]
+
+
+def test_the_drop_in_buffer_hands_its_raw_strategy_to_the_settings_once(monkeypatch):
+    parsed: list[object] = []
+    parse = GoalSelectionStrategy.parse.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        GoalSelectionStrategy,
+        "parse",
+        classmethod(lambda cls, value: parsed.append(value) or parse(cls, value)),
+    )
+    model = learner(SAC, bit_flipping(SAC), replay_buffer_kwargs={"goal_selection_strategy": "EPISODE"})
+    assert parsed == ["EPISODE"]
+    assert model.replay_buffer.goal_selection_strategy is GoalSelectionStrategy.EPISODE
