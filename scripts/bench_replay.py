@@ -185,10 +185,10 @@ def step_infos(step: DictStep) -> list[dict[str, Any]]:
 
 
 def build_her_wrap_core(capacity: int, *, store_infos: bool) -> tuple:
+    from her_wrap.core.goal_selection import GoalSelectionStrategy
     from her_wrap.core.replay import HindsightReplay
     from her_wrap.core.settings import HindsightSettings
     from her_wrap.core.storage import FieldSpec
-    from her_wrap.core.strategies import GoalSelectionStrategy
 
     n_episodes = math.ceil(capacity / EPISODE_LEN)
     replay = HindsightReplay(
@@ -338,7 +338,7 @@ def build_cpprb(capacity: int, *, prioritized: bool) -> tuple:
 
 
 def build_her_wrap_standalone(capacity: int, *, prioritized: bool) -> tuple:
-    from her_wrap.core.standalone import HindsightReplayBuffer
+    from her_wrap.core.hindsight_replay_buffer import HindsightReplayBuffer
 
     buffer = HindsightReplayBuffer(
         capacity,
