@@ -182,12 +182,7 @@ class LaBERmean(LaBER):
     def compute_weights(
         self, probabilities: npt.NDArray[np.float64], indexes: npt.NDArray[np.int64]
     ) -> npt.NDArray[np.float64]:
-        """``mean(p) / p[idx]``, where ``mean(p) = 1 / (m * batch_size)``.
-
-        :param probabilities: draw probability of every position of the large batch
-        :param indexes: the drawn positions
-        :return: one weight per drawn position
-        """
+        """``mean(p) / p[idx]``, where ``mean(p) = 1 / (m * batch_size)``; see :meth:`LaBER.compute_weights`."""
         return probabilities.mean() / probabilities[indexes]
 
 
@@ -200,12 +195,7 @@ class LaBERlazy(LaBER):
     def compute_weights(
         self, probabilities: npt.NDArray[np.float64], indexes: npt.NDArray[np.int64]
     ) -> npt.NDArray[np.float64]:
-        """``1 / p[idx]``.
-
-        :param probabilities: draw probability of every position of the large batch
-        :param indexes: the drawn positions
-        :return: one weight per drawn position
-        """
+        """``1 / p[idx]``; see :meth:`LaBER.compute_weights`."""
         return 1.0 / probabilities[indexes]
 
 
@@ -218,12 +208,7 @@ class LaBERmax(LaBER):
     def compute_weights(
         self, probabilities: npt.NDArray[np.float64], indexes: npt.NDArray[np.int64]
     ) -> npt.NDArray[np.float64]:
-        """``(1 / p[idx]) / max(1 / p[idx])``, the max taken over the drawn positions.
-
-        :param probabilities: draw probability of every position of the large batch
-        :param indexes: the drawn positions
-        :return: one weight per drawn position
-        """
+        """``(1 / p[idx]) / max(1 / p[idx])``, the max over the drawn positions; see :meth:`LaBER.compute_weights`."""
         inverse = 1.0 / probabilities[indexes]
         return inverse / inverse.max()
 

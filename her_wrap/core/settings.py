@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -23,6 +22,7 @@ import numpy as np
 
 from her_wrap.core import goal_selection
 from her_wrap.core.goal_selection import GoalSelectionStrategy, GoalSourceMember, member_named
+from her_wrap.core.moved import moved_names
 
 
 class LaBERVariant(str, Enum):
@@ -195,15 +195,4 @@ SETTING_NAMES: tuple[str, ...] = tuple(field.name for field in dataclasses.field
 
 
 # Names that moved to her_wrap.core.goal_selection, the home of goal selection.
-_MOVED = ("GoalSource", "parse_goal_mix")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        warnings.warn(
-            f"her_wrap.core.settings.{name} moved: import it from her_wrap.core.goal_selection.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(goal_selection, name)
-    raise AttributeError(f"module 'her_wrap.core.settings' has no attribute {name!r}")
+__getattr__ = moved_names(__name__, "her_wrap.core.goal_selection", ("GoalSource", "parse_goal_mix"))

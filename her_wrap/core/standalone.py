@@ -1,19 +1,8 @@
-"""Deprecated: the cpprb-API buffer lives in :mod:`her_wrap.core.hindsight_replay_buffer`.
-
-Importing this module still works and gives the same class, with a ``DeprecationWarning``.
-"""
-
-from __future__ import annotations
-
-import warnings
+"""Deprecated: the cpprb-API buffer lives in :mod:`her_wrap.core.hindsight_replay_buffer`."""
 
 from her_wrap.core.hindsight_replay_buffer import CpprbRewardFn, HindsightReplayBuffer
+from her_wrap.core.moved import warn_module_moved
 
-warnings.warn(
-    "her_wrap.core.standalone is deprecated: import HindsightReplayBuffer from "
-    "her_wrap.core.hindsight_replay_buffer (or from her_wrap).",
-    DeprecationWarning,
-    stacklevel=2,
-)
+warn_module_moved(__name__, "her_wrap.core.hindsight_replay_buffer")
 
 __all__ = ["CpprbRewardFn", "HindsightReplayBuffer"]

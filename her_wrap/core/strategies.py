@@ -1,19 +1,8 @@
-"""Deprecated: goal selection strategies live in :mod:`her_wrap.core.goal_selection`.
-
-Importing this module still works and gives the same objects, with a ``DeprecationWarning``.
-"""
-
-from __future__ import annotations
-
-import warnings
+"""Deprecated: goal selection strategies live in :mod:`her_wrap.core.goal_selection`."""
 
 from her_wrap.core.goal_selection import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy, member_named
+from her_wrap.core.moved import warn_module_moved
 
-warnings.warn(
-    "her_wrap.core.strategies is deprecated: import GoalSelectionStrategy and KEY_TO_GOAL_STRATEGY from "
-    "her_wrap.core.goal_selection (or from her_wrap).",
-    DeprecationWarning,
-    stacklevel=2,
-)
+warn_module_moved(__name__, "her_wrap.core.goal_selection")
 
 __all__ = ["KEY_TO_GOAL_STRATEGY", "GoalSelectionStrategy", "member_named"]
