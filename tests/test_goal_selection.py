@@ -124,3 +124,16 @@ def test_old_storage_names_still_import_from_storage():
         fields.FieldGroup,
         storage_writes.AddReport,
     )
+
+
+def test_a_buffer_shows_its_settings_fields_read_only():
+    buffer = HindsightReplayBuffer(
+        20,
+        {"obs": {"shape": 2}, "act": {"shape": 1}, "next_obs": {"shape": 2}},
+        5,
+        lambda s, a, g: s[:, 0],
+        online=False,
+    )
+    with pytest.raises(AttributeError, match="online is read from the hindsight settings"):
+        buffer.online = True  # type: ignore[misc]
+    assert (buffer.online, buffer.prioritized) == (buffer.settings.online, buffer.settings.prioritized)

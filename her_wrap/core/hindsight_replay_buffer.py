@@ -45,7 +45,7 @@ from her_wrap.core.cpprb_arguments import (
 from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.core.n_step import n_step_window
 from her_wrap.core.replay import HindsightReplay, check_batch_size
-from her_wrap.core.settings import HindsightSettings
+from her_wrap.core.settings import HindsightSettings, SettingsField
 from her_wrap.core.staged_episode import StagedEpisode, check_compact, episode_goals
 
 CpprbRewardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -212,25 +212,14 @@ class HindsightReplayBuffer:
         )
         self._staged = StagedEpisode(self.env_specs, self.max_episode_len)
 
-    @property
-    def strategy(self) -> GoalSelectionStrategy:
-        """The goal selection strategy."""
-        return self.settings.goal_selection_strategy
-
-    @property
-    def additional_goals(self) -> int:
-        """``k``, relabeled goals per real one (at most 1 for ``final``)."""
-        return self.settings.n_sampled_goal
-
-    @property
-    def prioritized(self) -> bool:
-        """Whether sampling is prioritized (PER)."""
-        return self.settings.prioritized
-
-    @property
-    def online(self) -> bool:
-        """Whether goals are relabeled at sample time."""
-        return self.settings.online
+    strategy: SettingsField[GoalSelectionStrategy] = SettingsField(
+        "goal_selection_strategy", "The goal selection strategy."
+    )
+    additional_goals: SettingsField[int] = SettingsField(
+        "n_sampled_goal", "``k``, relabeled goals per real one (at most 1 for ``final``)."
+    )
+    prioritized: SettingsField[bool] = SettingsField("prioritized", "Whether sampling is prioritized (PER).")
+    online: SettingsField[bool] = SettingsField("online", "Whether goals are relabeled at sample time.")
 
     # ------------------------------------------------------------------ adding
     def add(self, **kwargs: Any) -> None:

@@ -20,7 +20,7 @@ from her_wrap.core.goal_selection import (
 )
 from her_wrap.core.n_step import StepFn as StepFn  # re-exported: its home is n_step
 from her_wrap.core.n_step import n_step_window
-from her_wrap.core.settings import HindsightSettings
+from her_wrap.core.settings import HindsightSettings, SettingsField
 from her_wrap.core.storage import AddReport, EpisodeStorage, FieldSpec
 from her_wrap.core.sum_tree import ProportionalPrioritizer
 
@@ -158,20 +158,13 @@ class HindsightReplay:
                 (self.storage.n_rows, self.storage.n_envs, self.n_sampled_goal), np.int64
             )
 
-    @property
-    def n_sampled_goal(self) -> int:
-        """``k`` of :attr:`settings`."""
-        return self.settings.n_sampled_goal
-
-    @property
-    def strategy(self) -> GoalSelectionStrategy:
-        """The goal selection strategy of :attr:`settings`."""
-        return self.settings.goal_selection_strategy
-
-    @property
-    def online(self) -> bool:
-        """Whether goals are relabeled at sample time (see :attr:`settings`)."""
-        return self.settings.online
+    n_sampled_goal: SettingsField[int] = SettingsField("n_sampled_goal", "``k`` of :attr:`settings`.")
+    strategy: SettingsField[GoalSelectionStrategy] = SettingsField(
+        "goal_selection_strategy", "The goal selection strategy of :attr:`settings`."
+    )
+    online: SettingsField[bool] = SettingsField(
+        "online", "Whether goals are relabeled at sample time (see :attr:`settings`)."
+    )
 
     # ------------------------------------------------------------------ adding
     # Each write takes the arguments of the EpisodeStorage method of its name, then updates the side

@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -188,6 +188,43 @@ class HindsightSettings:
                 f"Unknown hindsight setting {', '.join(hints)}; the settings are {', '.join(SETTING_NAMES)}."
             )
         return cls(**values)
+
+
+_Value = TypeVar("_Value")
+
+
+class SettingsField(Generic[_Value]):
+    """A read-only attribute of an object that keeps a ``settings``: one field of those settings.
+
+    The objects built from a :class:`HindsightSettings` show some of its fields as their own attributes
+    (``buffer.online``); each is one line, ``online = SettingsField("online", "docstring")``.
+
+    :param field: the name of the :class:`HindsightSettings` field to read
+    :param doc: the attribute's docstring
+    """
+
+    def __init__(self, field: str, doc: str) -> None:
+        self.field = field
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> SettingsField[_Value]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type) -> _Value: ...
+
+    def __get__(self, instance: object | None, owner: type) -> Any:
+        if instance is None:
+            return self
+        return getattr(instance.settings, self.field)  # type: ignore[attr-defined]
+
+    def __set__(self, instance: object, value: Any) -> None:
+        raise AttributeError(
+            f"{self.name} is read from the hindsight settings: build a new buffer with other settings."
+        )
 
 
 #: Names of the settings, in the constructor's order.
