@@ -58,14 +58,19 @@ class EpisodeWrites:
         # Rows are overwritten in absolute order, so a row whose episode started earlier lost its
         # episode when that first row went: only overwriting a first row invalidates anything.
         if absolute >= self.n_rows and step_index[slot] == 0:
-            old_length = int(self.episode_length.reshape(-1)[slot])
-            self.n_transitions -= old_length
-            self.n_finished_transitions -= old_length
-            rest = np.arange(absolute, absolute + old_length) % self.n_rows
-            report.cleared.extend((rest * self.n_envs + column).tolist())
+            self._forget_episode(column, absolute, slot, report)
         step_index[slot] = -1
         self.episode_length.reshape(-1)[slot] = 0
         return ring
+
+    def _forget_episode(self, column: int, absolute: int, slot: int, report: AddReport) -> None:
+        """The ring is about to overwrite the first row (``absolute``, at flat ``slot``) of a stored episode:
+        take its transitions off the counts and report the slots it still occupies as cleared."""
+        old_length = int(self.episode_length.reshape(-1)[slot])
+        self.n_transitions -= old_length
+        self.n_finished_transitions -= old_length
+        rest = np.arange(absolute, absolute + old_length) % self.n_rows
+        report.cleared.extend((rest * self.n_envs + column).tolist())
 
     def _check_room(self, column: int, extra_rows: int) -> None:
         start = self.open_start[column]
@@ -288,12 +293,7 @@ class EpisodeWrites:
                 (step_index[slots] == 0) & (np.arange(first, last + 1) >= self.n_rows)
             )
             for position in overwritten.tolist():
-                absolute = first + position
-                old_length = int(self.episode_length.reshape(-1)[slots[position]])
-                self.n_transitions -= old_length
-                self.n_finished_transitions -= old_length
-                rest = np.arange(absolute, absolute + old_length) % self.n_rows
-                report.cleared.extend((rest * self.n_envs + column).tolist())
+                self._forget_episode(column, first + position, int(slots[position]), report)
         self.step_index.reshape(-1)[slots] = -1
         self.episode_length.reshape(-1)[slots] = 0
 
