@@ -3,7 +3,7 @@
 One job per module:
 
 - configs: :mod:`~her_wrap.runs.yaml_io` (YAML with numbers such as ``1e6``), :mod:`~her_wrap.runs.literals`
-  (the zoo's ``"dict(...)"`` strings, never evaluated), :mod:`~her_wrap.runs.learners` (``model_class``
+  (the zoo's ``"dict(...)"`` strings, never evaluated), :mod:`~her_wrap.runs.model_classes` (``model_class``
   names), :mod:`~her_wrap.runs.config` (entries validated into a ``RunConfig``);
 - building a run: :mod:`~her_wrap.runs.env_factory` (env ids, checks, monitors),
   :mod:`~her_wrap.runs.model_factory` (a ``HER`` agent from a config);

@@ -52,7 +52,7 @@ from typing import Any
 
 from her_wrap.core.settings import SETTING_NAMES, HindsightSettings
 from her_wrap.runs.errors import UsageError
-from her_wrap.runs.learners import canonical_learner_name, learner_parameters
+from her_wrap.runs.model_classes import canonical_learner_name, learner_parameters
 from her_wrap.runs.literals import looks_like_python_mapping, parse_python_literal
 from her_wrap.runs.yaml_io import load_yaml_file, parse_yaml
 from her_wrap.sb3.learners import DISCRETE_ACTION_LEARNERS, LEARNERS
