@@ -52,8 +52,8 @@ from typing import Any
 
 from her_wrap.core.settings import SETTING_NAMES, HindsightSettings
 from her_wrap.runs.errors import UsageError
-from her_wrap.runs.model_classes import canonical_learner_name, learner_parameters
 from her_wrap.runs.literals import looks_like_python_mapping, parse_python_literal
+from her_wrap.runs.model_classes import canonical_learner_name, learner_parameters
 from her_wrap.runs.yaml_io import load_yaml_file, parse_yaml
 from her_wrap.sb3.learners import DISCRETE_ACTION_LEARNERS, LEARNERS
 from her_wrap.sb3.update_options import UPDATE_OPTION_NAMES, UpdateOptions
@@ -199,13 +199,14 @@ def select_entry(entries: Mapping[str, dict[str, Any]], env_id: str, source: str
     return deep_merge(entries.get(DEFAULT_ENTRY, {}), entries[env_id])
 
 
-def _parse_literal_strings(value: Any) -> Any:
+def parse_literal_strings(value: Any) -> Any:
+    """``value`` with every zoo ``"dict(...)"`` string in it (nested too) parsed as a literal."""
     if looks_like_python_mapping(value):
         return parse_python_literal(value)
     if isinstance(value, dict):
-        return {key: _parse_literal_strings(item) for key, item in value.items()}
+        return {key: parse_literal_strings(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_parse_literal_strings(item) for item in value]
+        return [parse_literal_strings(item) for item in value]
     return value
 
 
@@ -219,7 +220,7 @@ def translate_zoo_keys(entry: Mapping[str, Any], where: str) -> dict[str, Any]:
     :param where: ``"file: env id"`` for error messages
     :raises UsageError: for a replay buffer other than HER, a HER key given twice, or a key that names code
     """
-    result: dict[str, Any] = _parse_literal_strings(dict(entry))
+    result: dict[str, Any] = parse_literal_strings(dict(entry))
     for key in _CODE_KEYS:
         if key in result:
             raise UsageError(
@@ -266,13 +267,19 @@ def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
     key = key.strip()
     if not separator or not key:
         raise UsageError(f"-params expects key:value items, got {text!r}")
-    value = _parse_literal_strings(parse_yaml(raw, source=f"-params {key}"))
+    value = parse_override_value(raw, key)
     path = tuple(part for part in key.split("."))
     if len(path) == 1 and (path[0] in HER_SETTINGS or path[0] in _ZOO_HER_RENAMES):
         path = ("her", _ZOO_HER_RENAMES.get(path[0], path[0]))
     if any(not part for part in path):
         raise UsageError(f"-params key {key!r} has an empty part")
     return path, value
+
+
+def parse_override_value(text: str, key: str) -> Any:
+    """The value of an override, read as YAML (``1e-3`` a number, ``[64, 64]`` a list, ``true`` a
+    boolean), and ``"dict(...)"`` as a literal; ``key`` names it in errors."""
+    return parse_literal_strings(parse_yaml(text, source=f"-params {key}"))
 
 
 def set_in(entry: dict[str, Any], path: Sequence[str], value: Any) -> None:
