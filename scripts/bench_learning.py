@@ -37,14 +37,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from her_wrap.runs.doc_sections import machine_note as machine_note_of
+from her_wrap.runs.doc_sections import write_section as write_doc_section
 
 EVAL_SEED = (
     10_000  # evaluation episodes start from EVAL_SEED + seed: the same episodes for both implementations
@@ -244,22 +244,7 @@ def _run_worker(arguments: list[str]) -> dict[str, Any] | None:
 
 # ---------------------------------------------------------------------------------------- reports
 def machine_note() -> str:
-    import numpy
-    import stable_baselines3
-    import torch
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            cpu = next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    load = " / ".join(f"{value:.1f}" for value in os.getloadavg())
-    return (
-        f"Machine: {cpu}, {os.cpu_count()} CPUs shared with other jobs (load average {load} at the end of the "
-        f"run), one torch thread per run; Python {platform.python_version()}, torch {torch.__version__}, "
-        f"stable-baselines3 {stable_baselines3.__version__}, numpy {numpy.__version__}."
-    )
+    return machine_note_of(("torch", "stable_baselines3", "numpy"), threads="one torch thread per run")
 
 
 def _mean(values: list[float]) -> float:
@@ -410,28 +395,18 @@ def headline_lines(result: dict[str, Any], budget: int) -> list[str]:
 def write_section(path: Path, section: str, body: list[str]) -> None:
     """Replace one section of the markdown page (between its markers), keeping the others; a section the
     page does not have yet goes at its end."""
-    begin, end = f"<!-- {section}: begin -->", f"<!-- {section}: end -->"
-    text = path.read_text() if path.exists() else ""
-    if not text:
-        text = "\n".join(
-            [
-                "# Learning benchmark: bit flipping",
-                "",
-                "Written by `scripts/bench_learning.py` (see its docstring for what is measured); rerun it to "
-                "refresh a section.",
-                "",
-                *(f"<!-- {name}: begin -->\n<!-- {name}: end -->\n" for name in SECTIONS),
-            ]
-        )
-    if begin not in text:
-        text = text.rstrip() + f"\n\n{begin}\n{end}\n"
-    text = re.sub(
-        re.escape(begin) + ".*?" + re.escape(end),
-        lambda _: "\n".join([begin, *body, end]),
-        text,
-        flags=re.DOTALL,
+    new_page = "\n".join(
+        [
+            "# Learning benchmark: bit flipping",
+            "",
+            "Written by `scripts/bench_learning.py` (see its docstring for what is measured); rerun it to "
+            "refresh a section.",
+            "",
+            *(f"<!-- {name}: begin -->\n<!-- {name}: end -->\n" for name in SECTIONS),
+        ]
     )
-    path.write_text(text)
+    begin, end = f"<!-- {section}: begin -->", f"<!-- {section}: end -->"
+    write_doc_section(path, begin, end, "\n".join(body), new_page=new_page)
 
 
 # ---------------------------------------------------------------------------------------- modes
