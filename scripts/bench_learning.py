@@ -168,50 +168,43 @@ def run_headline_worker(
     import torch
 
     torch.set_num_threads(1)
-    from stable_baselines3.common.callbacks import BaseCallback
-
     from her_wrap import BitFlippingEnv
+    from her_wrap.runs.callbacks import SuccessEvalCallback
     from her_wrap.sb3.evaluation import success_rate
 
     model, learner = build_model("her_wrap", n_bits, seed, preset, n_envs)
     eval_env = BitFlippingEnv(n_bits=n_bits)
+    eval_env.reset(seed=EVAL_SEED)
     curve: list[dict[str, float]] = []
     wall, cpu = time.perf_counter(), time.process_time()
 
-    class Evaluate(BaseCallback):
-        """Greedy success on fresh episodes every ``eval_every`` env steps (its time is not training time)."""
+    def record_point(result: Any) -> bool:
+        steps, _, seconds = evaluation.curve()
+        curve.append(
+            {
+                "timesteps": steps[-1],
+                "success": result.success_rate,
+                "seconds": seconds[-1],
+                "cpu_seconds": time.process_time() - cpu,
+            }
+        )
+        print(
+            f"  {steps[-1]:>9,} steps: greedy success {result.success_rate:.2f} ({seconds[-1]:.0f} s training)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return full_budget or result.success_rate < HEADLINE_TARGET
 
-        def __init__(self) -> None:
-            super().__init__()
-            self.next_eval = eval_every
-            self.eval_seconds = 0.0
-
-        def _on_step(self) -> bool:
-            if self.num_timesteps < self.next_eval:
-                return True
-            self.next_eval += eval_every
-            eval_start = time.perf_counter()
-            success = success_rate(model, eval_env, eval_episodes, seed=EVAL_SEED + self.num_timesteps)
-            self.eval_seconds += time.perf_counter() - eval_start
-            curve.append(
-                {
-                    "timesteps": self.num_timesteps,
-                    "success": success,
-                    "seconds": time.perf_counter() - wall - self.eval_seconds,
-                    "cpu_seconds": time.process_time() - cpu,
-                }
-            )
-            print(
-                f"  {self.num_timesteps:>9,} steps: greedy success {success:.2f} "
-                f"({curve[-1]['seconds']:.0f} s training)",
-                file=sys.stderr,
-                flush=True,
-            )
-            return full_budget or success < HEADLINE_TARGET
-
-    callback = Evaluate()
-    model.learn(timesteps, callback=callback)
-    seconds = time.perf_counter() - wall - callback.eval_seconds
+    evaluation = SuccessEvalCallback(
+        model,
+        eval_env,
+        eval_freq=eval_every,
+        n_eval_episodes=eval_episodes,
+        after_evaluation=record_point,
+        verbose=0,
+    )
+    model.learn(timesteps, callback=evaluation)
+    seconds = time.perf_counter() - wall - evaluation.evaluation_seconds
     reached = next((point for point in curve if point["success"] >= HEADLINE_TARGET), None)
     final = success_rate(model, eval_env, 200, seed=EVAL_SEED + 1)
     return {
