@@ -30,7 +30,7 @@ import torch
 
 from her_wrap import HER, BitFlippingEnv
 from her_wrap.runs.callbacks import SuccessEvalCallback
-from her_wrap.sb3.presets import BIT_FLIPPING_DQN
+from her_wrap.runs.presets import BIT_FLIPPING_DQN
 
 METHODS: dict[str, dict[str, Any]] = {
     "uniform": {},

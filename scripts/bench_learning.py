@@ -2,7 +2,7 @@
 
 Comparison (the default): for every ``n`` in ``--bits`` and every seed, both implementations train on
 ``BitFlippingEnv(n_bits=n)`` (a random goal every episode) for the same ``--timesteps`` with identical
-hyperparameters (the ``--preset`` from :mod:`her_wrap.sb3.presets`, the HER paper's setup by default),
+hyperparameters (the ``--preset`` from :mod:`her_wrap.runs.presets`, the HER paper's setup by default),
 the same ``MultiInputPolicy`` network, the same seed, ``future`` goals with ``k = 4``. Measured per run:
 
 - wall-clock and CPU seconds of ``learn`` per 10k env steps (CPU time of this process: on a shared
@@ -59,7 +59,7 @@ WALL_RATIO_TARGET = 0.8
 def _learner_kwargs(preset: str) -> dict[str, Any]:
     import copy
 
-    from her_wrap.sb3 import presets
+    from her_wrap.runs import presets
 
     return copy.deepcopy(getattr(presets, preset))
 
@@ -538,7 +538,7 @@ def main(argv: list[str] | None = None) -> None:
         "--seeds", type=int, nargs="+", default=[0], help="seeds (the headline uses the first)"
     )
     parser.add_argument(
-        "--preset", default="BIT_FLIPPING_DQN", help="learner kwargs from her_wrap.sb3.presets"
+        "--preset", default="BIT_FLIPPING_DQN", help="learner kwargs from her_wrap.runs.presets"
     )
     parser.add_argument(
         "--eval-episodes", type=int, default=200, help="fresh episodes of the final evaluation"
@@ -562,7 +562,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(raw)
     if args.n_envs is None:
-        from her_wrap.sb3 import presets
+        from her_wrap.runs import presets
 
         preset = args.headline_preset if args.headline else args.preset
         args.n_envs = getattr(presets, preset + "_N_ENVS", 1)

@@ -18,8 +18,8 @@ from stable_baselines3 import DQN
 
 from her_wrap import HER, BitFlippingEnv
 from her_wrap.runs.callbacks import SuccessEvalCallback
+from her_wrap.runs.presets import BIT_FLIPPING_DQN
 from her_wrap.sb3.evaluation import success_rate
-from her_wrap.sb3.presets import BIT_FLIPPING_DQN
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ curve, against env steps and against wall-clock minutes of training) and at the 
 (the figure of the table), and merges its record into a JSON file; ``report`` turns that file into the
 tables of ``docs/robotics.md`` and PNG curves. Three kinds of task:
 
-- reach tasks, from :mod:`her_wrap.sb3.presets` (``--set key=value`` overrides a setting: YAML values,
+- reach tasks, from :mod:`her_wrap.runs.presets` (``--set key=value`` overrides a setting: YAML values,
   dotted keys for nested dicts, ``--set policy_kwargs.net_arch=[64,64]``; tuning runs should go to another
   ``--results`` file)::
 
@@ -41,6 +41,7 @@ from stable_baselines3 import DDPG, SAC
 
 from her_wrap import HER
 from her_wrap.envs.registry import make_goal_env
+from her_wrap.runs import presets
 from her_wrap.runs.arguments import default_config_path
 from her_wrap.runs.callbacks import SuccessEvalCallback
 from her_wrap.runs.config import load_run_config, parse_override_value, set_in
@@ -66,7 +67,6 @@ from her_wrap.runs.results import (
     record_label,
     save_record,
 )
-from her_wrap.sb3 import presets
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = ROOT / "docs" / "robotics_results.json"
