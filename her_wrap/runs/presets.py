@@ -50,8 +50,9 @@ def preset(
     :param overrides: ``-params`` items applied to the entry (``"batch_size:256"``)
     :param n_actions: action dimensions, to make the entry's exploration noise (``noise_type``); without
         it the noise is left out
-    :param hindsight: include HER's settings (those that differ from ``HER``'s defaults), its options and
-        ``normalize``; ``False``: the learner's arguments alone
+    :param hindsight: include HER's settings (``n_sampled_goal``, ``goal_selection_strategy`` and those
+        that differ from ``HER``'s defaults), its options and ``normalize``; ``False``: the learner's
+        arguments alone
     """
     from gymnasium import spaces
 
@@ -62,7 +63,12 @@ def preset(
     kwargs = learner_kwargs(config, action_space)
     if not hindsight:
         return kwargs
-    return {**config.her, "normalize": config.normalize, **kwargs}
+    settings = config.hindsight
+    primary = {
+        "n_sampled_goal": settings.n_sampled_goal,
+        "goal_selection_strategy": settings.goal_selection_strategy.value,
+    }
+    return {**primary, **config.her, "normalize": config.normalize, **kwargs}
 
 
 def shipped_n_envs(env_id: str, overrides: Sequence[str] = ()) -> int:
