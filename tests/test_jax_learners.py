@@ -26,12 +26,14 @@ from stable_baselines3 import DQN as TorchDQN
 from her_wrap import HER, BitFlippingEnv
 from her_wrap.runs.learners import learner_parameters
 from her_wrap.runs.search_spaces import SEARCH_SPACES
+from her_wrap.sb3.evaluation import success_rate
 from her_wrap.sb3.jax_learners import (
     SbxHerReplayBuffer,
     SbxHindsightReplayWrapper,
     is_jax_learner,
 )
 from her_wrap.sb3.learners import LEARNERS, resolve_model_class
+from her_wrap.sb3.presets import BIT_FLIPPING_DQN
 
 sbx = pytest.importorskip("sbx", reason="SBX learners need the jax extra: pip install 'her_wrap[jax]'")
 
@@ -143,6 +145,25 @@ def test_sbx_model_saved_and_loaded_acts_the_same(tmp_path: Path) -> None:
     )
     loaded.learn(10, reset_num_timesteps=False)
     assert loaded.replay_buffer.size() == 10
+
+
+# --------------------------------------------------------------------------- learning
+
+
+def test_her_sbx_dqn_learns_6_bit_flipping() -> None:
+    """A short real run: sbx.DQN with the HER paper's settings solves 6-bit flipping in 2,000 env steps."""
+    settings = {**BIT_FLIPPING_DQN, "learning_starts": 200, "target_update_interval": 100}
+    model = HER("MlpPolicy", BitFlippingEnv(n_bits=6), sbx.DQN, n_sampled_goal=4, seed=0, **settings)
+    model.learn(2_000)
+    assert success_rate(model, BitFlippingEnv(n_bits=6), 100, seed=12_345) >= 0.9
+
+
+@pytest.mark.slow
+def test_her_sbx_dqn_learns_15_bit_flipping() -> None:
+    """sbx.DQN with the HER paper's settings within the budget of HER(DQN) in test_learning.py."""
+    model = HER("MlpPolicy", BitFlippingEnv(n_bits=15), sbx.DQN, n_sampled_goal=4, seed=0, **BIT_FLIPPING_DQN)
+    model.learn(12_000)
+    assert success_rate(model, BitFlippingEnv(n_bits=15), 100, seed=12_345) >= 0.9
 
 
 # --------------------------------------------------------------------------- one-call sampling
