@@ -5,8 +5,9 @@ PyTorch learner and once over its SBX twin, fills both replay buffers with the s
 then times ``model.train(gradient_steps=G, batch_size=B)`` of the two in alternation (so that both see
 the same load of a shared machine). One call is what one training round costs: sampling and
 relabeling ``G * B`` rows, then ``G`` updates (SBX: one jit-compiled scan over them). The per-update
-cost is the call's time over ``G``, in CPU time of the process (what the update costs, whatever
-else runs on the machine) and in wall time; the first call of each learner (JIT compilation) is not timed.
+cost is the call's time over ``G`` (4 for the continuous learners, the HER paper's 40 for DQN), in CPU
+time of the process (what the update costs, whatever else runs on the machine) and in wall time; the
+first call of each learner (JIT compilation) is not timed.
 
 Shapes: the manipulation recipe's (3 x 256, batch 2048, flat observations of ``--env``) for DDPG, TD3,
 SAC and TQC, SBX's CrossQ alongside; the HER paper's bit-flipping DQN (one layer of 256, batch 128, 15
@@ -52,16 +53,17 @@ class Case:
     jax_name: str
     net_arch: tuple[int, ...]
     batch_size: int
+    gradient_steps: int  # per timed train() call: what one training round of the recipe does, or fewer
     discrete: bool
 
 
 CASES = {
-    "ddpg": Case("DDPG", "ddpg", "sbx.ddpg", (256, 256, 256), 2048, discrete=False),
-    "td3": Case("TD3", "td3", "sbx.td3", (256, 256, 256), 2048, discrete=False),
-    "sac": Case("SAC", "sac", "sbx.sac", (256, 256, 256), 2048, discrete=False),
-    "tqc": Case("TQC", "tqc", "sbx.tqc", (256, 256, 256), 2048, discrete=False),
-    "crossq": Case("CrossQ", None, "sbx.crossq", (256, 256, 256), 2048, discrete=False),
-    "dqn": Case("DQN (bit flipping, 15 bits)", "dqn", "sbx.dqn", (256,), 128, discrete=True),
+    "ddpg": Case("DDPG", "ddpg", "sbx.ddpg", (256, 256, 256), 2048, 4, discrete=False),
+    "td3": Case("TD3", "td3", "sbx.td3", (256, 256, 256), 2048, 4, discrete=False),
+    "sac": Case("SAC", "sac", "sbx.sac", (256, 256, 256), 2048, 4, discrete=False),
+    "tqc": Case("TQC", "tqc", "sbx.tqc", (256, 256, 256), 2048, 4, discrete=False),
+    "crossq": Case("CrossQ", None, "sbx.crossq", (256, 256, 256), 2048, 4, discrete=False),
+    "dqn": Case("DQN (bit flipping, 15 bits)", "dqn", "sbx.dqn", (256,), 128, 40, discrete=True),
 }
 
 
@@ -110,6 +112,7 @@ def matmul_peak_gflops(runs: int = 20, size: int = 1024) -> float:
 
 
 def measure(case: Case, args: argparse.Namespace) -> dict[str, Any]:
+    gradient_steps = args.gradient_steps or case.gradient_steps
     """Median ms per update of each framework (alternating calls; CPU time, and wall time under
     ``wall_``), and the PyTorch update's GFLOP."""
     models = {"jax": build(case, case.jax_name, args.env, args.fill_steps, args.seed)}
@@ -119,14 +122,14 @@ def measure(case: Case, args: argparse.Namespace) -> dict[str, Any]:
     if "torch" in models:
         result["gflop"] = flops_per_update(models["torch"], case) / 1e9
     for model in models.values():  # JIT compilation (SBX), first-call allocations (both)
-        train_call(model, case, args.gradient_steps)
+        train_call(model, case, gradient_steps)
     times: dict[str, list[float]] = {key: [] for name in models for key in (name, f"wall_{name}")}
     for _ in range(args.repeats):
         for name, model in models.items():
             start, start_wall = time.process_time(), time.perf_counter()
-            train_call(model, case, args.gradient_steps)
-            times[name].append((time.process_time() - start) / args.gradient_steps * 1e3)
-            times[f"wall_{name}"].append((time.perf_counter() - start_wall) / args.gradient_steps * 1e3)
+            train_call(model, case, gradient_steps)
+            times[name].append((time.process_time() - start) / gradient_steps * 1e3)
+            times[f"wall_{name}"].append((time.perf_counter() - start_wall) / gradient_steps * 1e3)
     return result | {key: statistics.median(values) for key, values in times.items()}
 
 
@@ -157,7 +160,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--learners", nargs="+", choices=list(CASES), default=list(CASES))
     parser.add_argument("--env", default="FetchPush-v4", help="goal env of the continuous learners")
-    parser.add_argument("--gradient-steps", type=int, default=4, help="updates per timed train() call")
+    parser.add_argument(
+        "--gradient-steps", type=int, default=None, help="updates per timed call (default: 4; DQN: 40)"
+    )
     parser.add_argument("--repeats", type=int, default=5, help="timed calls per framework")
     parser.add_argument("--fill-steps", type=int, default=2_000, help="random env steps in each buffer")
     parser.add_argument("--seed", type=int, default=0)
@@ -172,8 +177,9 @@ def main() -> None:
     print(
         f"torch {th.__version__}, jax {jax.__version__} ({jax.devices()[0].platform}), "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; one thread each; "
-        f"measured fp32 matmul peak of one thread: {peak:.1f} GFLOPS; {args.gradient_steps} updates per "
-        f"call, median of {args.repeats} calls; continuous learners on {args.env}",
+        f"measured fp32 matmul peak of one thread: {peak:.1f} GFLOPS; "
+        f"{args.gradient_steps or '4 (DQN: 40)'} updates per call, median of {args.repeats} calls; "
+        f"continuous learners on {args.env}",
         flush=True,
     )
     print("\n| learner | network, batch | GFLOP / update | PyTorch CPU ms (GFLOPS, % of peak) | "

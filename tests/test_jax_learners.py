@@ -1,8 +1,9 @@
 """HER over SBX's JAX learners (the ``jax`` extra): built, trained, saved and loaded as the PyTorch ones.
 
-Every run is a few dozen env steps with one 16-unit layer: what is tested is the wiring (HER's buffer
-reaches the learner, every gradient step gets its share of relabeled goals, options SBX cannot honour are
-refused at construction), not learning. XLA is kept to the CPU and one thread, set before JAX is imported.
+Most runs are a few dozen env steps with one 16-unit layer: they test the wiring (HER's buffer reaches
+the learner, every gradient step gets its share of relabeled goals, options SBX cannot honour are refused
+at construction). One short run learns 6-bit flipping; the 15-bit budget run is ``slow``. XLA is kept to
+the CPU and one thread, set before JAX is imported.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from her_wrap.sb3.presets import BIT_FLIPPING_DQN
 
 sbx = pytest.importorskip("sbx", reason="SBX learners need the jax extra: pip install 'her_wrap[jax]'")
 
-REPO = Path(__file__).resolve().parent.parent
 TINY = {"learning_starts": 20, "batch_size": 16, "buffer_size": 1_000, "policy_kwargs": {"net_arch": [16]}}
 
 
