@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -c constraints.txt torch==2.13.0
-	$(PIP) install -q -c constraints.txt -e ".[dev,robotics,postgres,bench,zoo,docs]"
+	$(PIP) install -q -c constraints.txt -e ".[dev,robotics,postgres,bench,zoo,docs,jax]"
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -104,7 +104,8 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--algo",
         default=None,
-        help="learner (dqn, qrdqn, sac, td3, ddpg, tqc) when the entry has no model_class, "
+        help="learner (dqn, qrdqn, sac, td3, ddpg, tqc; with the jax extra sbx.sac, sbx.crossq, ...) when "
+        "the entry has no model_class, "
         "or to replace it (default: the entry's, else the zoo file's name)",
     )
     parser.add_argument(

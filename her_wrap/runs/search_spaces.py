@@ -57,6 +57,8 @@ HER_SPACE: dict[KeyPath, Distribution] = {
     ("her", "laber"): Categorical((None, LaBERVariant.MEAN.value, LaBERVariant.MAX.value)),
 }
 
+UNIFORM_HER_SPACE = {path: space for path, space in HER_SPACE.items() if path != ("her", "laber")}
+
 OFF_POLICY_SPACE: dict[KeyPath, Distribution] = {
     ("learning_rate",): Uniform(1e-5, 1e-2, log=True),
     ("batch_size",): Categorical((64, 128, 256, 512)),
@@ -86,6 +88,14 @@ SEARCH_SPACES: dict[str, dict[KeyPath, Distribution]] = {
     "tqc": {**HER_SPACE, **OFF_POLICY_SPACE, **ACTOR_CRITIC_SPACE},
     "td3": {**HER_SPACE, **OFF_POLICY_SPACE, **ACTOR_CRITIC_SPACE, **DETERMINISTIC_POLICY_SPACE},
     "ddpg": {**HER_SPACE, **OFF_POLICY_SPACE, **ACTOR_CRITIC_SPACE, **DETERMINISTIC_POLICY_SPACE},
+    # SBX's JAX learners train with their own update, which takes no LaBER weights; CrossQ has no target
+    # networks (no tau).
+    "sbx.dqn": {**UNIFORM_HER_SPACE, **OFF_POLICY_SPACE, **Q_LEARNING_SPACE},
+    "sbx.sac": {**UNIFORM_HER_SPACE, **OFF_POLICY_SPACE, **ACTOR_CRITIC_SPACE},
+    "sbx.tqc": {**UNIFORM_HER_SPACE, **OFF_POLICY_SPACE, **ACTOR_CRITIC_SPACE},
+    "sbx.td3": {**UNIFORM_HER_SPACE, **OFF_POLICY_SPACE, **ACTOR_CRITIC_SPACE, **DETERMINISTIC_POLICY_SPACE},
+    "sbx.ddpg": {**UNIFORM_HER_SPACE, **OFF_POLICY_SPACE, **ACTOR_CRITIC_SPACE, **DETERMINISTIC_POLICY_SPACE},
+    "sbx.crossq": {**UNIFORM_HER_SPACE, **OFF_POLICY_SPACE},
 }
 
 

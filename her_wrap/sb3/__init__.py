@@ -16,6 +16,7 @@ _LAZY = {
     "HindsightBatch": "her_wrap.sb3.replay_wrapper",
     "HindsightExperienceReplayWrapper": "her_wrap.sb3.replay_wrapper",
     "HerReplayBuffer": "her_wrap.sb3.her_replay_buffer",
+    "SbxHerReplayBuffer": "her_wrap.sb3.jax_learners",
     "VecGoalFlattenWrapper": "her_wrap.sb3.vec_flatten",
 }
 
@@ -32,6 +33,7 @@ __all__ = [
     "HerReplayBuffer",
     "HindsightBatch",
     "HindsightExperienceReplayWrapper",
+    "SbxHerReplayBuffer",
     "VecGoalFlattenWrapper",
     "make_goal_env",
 ]

@@ -22,8 +22,14 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.core.settings import HindsightSettings, LaBERVariant
 from her_wrap.envs.registry import make_goal_env
+from her_wrap.sb3.jax_learners import (
+    SbxHindsightReplayWrapper,
+    check_jax_learner,
+    is_jax_learner,
+    jax_learner_class,
+)
 from her_wrap.sb3.learner_env import DEFAULT_NORMALIZE_KWARGS, normalize_kwargs_of, prepare_learner_env
-from her_wrap.sb3.learners import resolve_model_class
+from her_wrap.sb3.learners import check_keeps_replay_buffer, resolve_model_class
 from her_wrap.sb3.persistence import (
     SavedHER,
     read_metadata,
@@ -57,8 +63,9 @@ class HER:
         or a policy class
     :param env: goal env (dict observations with ``observation``, ``achieved_goal``, ``desired_goal`` and a
         ``compute_reward``), its gymnasium id, or an SB3 VecEnv of goal envs (``VecNormalize`` allowed)
-    :param model_class: DQN, SAC, TD3, DDPG (stable-baselines3), TQC, QRDQN (sb3-contrib), or one of
-        their lower-case names
+    :param model_class: DQN, SAC, TD3, DDPG (stable-baselines3), TQC, QRDQN (sb3-contrib), SBX's (JAX)
+        SAC, TQC, TD3, DDPG, CrossQ, DQN (see :mod:`her_wrap.sb3.jax_learners`), or one of their names
+        (``"sac"``, ``"sbx.crossq"``)
     :param n_sampled_goal: ``k``: a share ``k / (k + 1)`` of every batch gets hindsight goals
     :param goal_selection_strategy: ``future`` (default), ``final``, ``episode`` or ``random``
     :param online: relabel at sample time (default) or once at episode end (stable-baselines v2)
@@ -173,8 +180,10 @@ class HER:
                 "explore with exploration_initial_eps / exploration_final_eps instead."
             )
         if _init_setup_model:
-            self._install_buffer(self._new_replay_buffer())
+            buffer = self._new_replay_buffer()
+            self._install_buffer(buffer)
             self.model._setup_model()
+            check_keeps_replay_buffer(self.model, buffer)
             self._attach_batch_source()
 
     # ------------------------------------------------------------------ construction
@@ -222,11 +231,16 @@ class HER:
         self.model.replay_buffer = buffer  # type: ignore[assignment]
 
     def _learner_class(self) -> type[OffPolicyAlgorithm]:
+        if is_jax_learner(self.model_class):
+            check_jax_learner(self.model_class, self.policy_argument, self.settings, self.update_options)
+            return jax_learner_class(self.model_class)
         weighted = self.settings.weighted or not self.update_options.is_default
         return weighted_learner_class(self.model_class) if weighted else self.model_class
 
     def _new_replay_buffer(self) -> HindsightExperienceReplayWrapper:
-        return HindsightExperienceReplayWrapper.for_learner(
+        jax = is_jax_learner(self.model_class)
+        buffer_class = SbxHindsightReplayWrapper if jax else HindsightExperienceReplayWrapper
+        return buffer_class.for_learner(
             self.model,
             self._goal_env,
             settings=self.settings,

@@ -22,12 +22,19 @@ class Learner:
     :param module: the module that defines it
     :param class_name: its class name there
     :param discrete_actions: it acts in ``Discrete`` action spaces (else in ``Box`` ones)
+    :param extra: the her_wrap extra that installs its package (``jax``), or None for a required one
     """
 
     name: str
     module: str
     class_name: str
     discrete_actions: bool
+    extra: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How messages name it: the class name, prefixed by its package for an optional framework."""
+        return self.class_name if self.extra is None else f"{self.module}.{self.class_name}"
 
     def load(self) -> type[OffPolicyAlgorithm]:
         """The learner class.
@@ -37,8 +44,9 @@ class Learner:
         try:
             module = importlib.import_module(self.module)
         except ImportError as error:
+            install = self.module.replace("_", "-") if self.extra is None else f"'her_wrap[{self.extra}]'"
             raise ValueError(
-                f"model_class {self.class_name} needs {self.module}: pip install {self.module.replace('_', '-')}."
+                f"model_class {self.label} needs {self.module}: pip install {install}."
             ) from error
         return getattr(module, self.class_name)
 
@@ -53,6 +61,13 @@ LEARNERS: dict[str, Learner] = {
         Learner("td3", "stable_baselines3", "TD3", discrete_actions=False),
         Learner("ddpg", "stable_baselines3", "DDPG", discrete_actions=False),
         Learner("tqc", "sb3_contrib", "TQC", discrete_actions=False),
+        # SBX: the JAX learners with stable-baselines3's API (the jax extra); DroQ is its SAC with dropout.
+        Learner("sbx.dqn", "sbx", "DQN", discrete_actions=True, extra="jax"),
+        Learner("sbx.sac", "sbx", "SAC", discrete_actions=False, extra="jax"),
+        Learner("sbx.td3", "sbx", "TD3", discrete_actions=False, extra="jax"),
+        Learner("sbx.ddpg", "sbx", "DDPG", discrete_actions=False, extra="jax"),
+        Learner("sbx.tqc", "sbx", "TQC", discrete_actions=False, extra="jax"),
+        Learner("sbx.crossq", "sbx", "CrossQ", discrete_actions=False, extra="jax"),
     )
 }
 
@@ -93,9 +108,25 @@ def resolve_model_class(model_class: type | str) -> type[OffPolicyAlgorithm]:
         model_class = LEARNERS[name].load()
     if not isinstance(model_class, type) or not issubclass(model_class, OffPolicyAlgorithm):
         name = getattr(model_class, "__name__", repr(model_class))
-        supported = ", ".join(learner.class_name for learner in LEARNERS.values())
+        supported = ", ".join(learner.label for learner in LEARNERS.values())
         raise TypeError(
             f"HER needs an off-policy learner with a replay buffer ({supported}); "
             f"{name} is not one (on-policy learners such as PPO and A2C train on fresh rollouts only)."
         )
     return model_class
+
+
+def check_keeps_replay_buffer(learner: OffPolicyAlgorithm, buffer: object) -> None:
+    """Raise when a learner replaced the replay buffer HER gave it while setting itself up.
+
+    A learner class that builds a buffer of its own in ``_setup_model`` would train without hindsight
+    goals; this names it at construction rather than failing in ``learn``.
+
+    :raises TypeError: naming the class and the supported learners
+    """
+    if learner.replay_buffer is not buffer:
+        supported = ", ".join(entry.label for entry in LEARNERS.values())
+        raise TypeError(
+            f"{type(learner).__name__} builds a replay buffer of its own in _setup_model, so HER cannot give "
+            f"it hindsight goals; HER supports {supported} (or subclasses of them)."
+        )

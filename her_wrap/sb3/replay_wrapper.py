@@ -196,7 +196,7 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
         :param goal_env: the goal env whose ``compute_reward`` rewards relabeled goals
         :param store_infos: see the class (None: keep infos only when ``compute_reward`` reads them)
         """
-        return HindsightExperienceReplayWrapper(
+        return cls(
             learner.buffer_size,
             learner.observation_space,
             learner.action_space,
