@@ -13,7 +13,7 @@ _LAZY = {
     "HER": "her_wrap.sb3.her",
     "make_goal_env": "her_wrap.envs.registry",
     "GoalFunctions": "her_wrap.sb3.goal_functions",
-    "HindsightBatch": "her_wrap.sb3.replay_wrapper",
+    "HindsightBatch": "her_wrap.sb3.samples",
     "HindsightExperienceReplayWrapper": "her_wrap.sb3.replay_wrapper",
     "HerReplayBuffer": "her_wrap.sb3.her_replay_buffer",
     "VecGoalFlattenWrapper": "her_wrap.sb3.vec_flatten",

@@ -22,7 +22,9 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from her_wrap.core.settings import HindsightSettings, LaBERVariant, parse_goal_mix
 from her_wrap.core.strategies import GoalSelectionStrategy
 from her_wrap.envs.registry import make_goal_env
+from her_wrap.sb3.batch_sources import BatchSource, UniformSource, make_batch_source
 from her_wrap.sb3.learner_env import DEFAULT_NORMALIZE_KWARGS, normalize_kwargs_of, prepare_learner_env
+from her_wrap.sb3.learner_mixin import WeightedTrainMixin, weighted_learner_class
 from her_wrap.sb3.learners import resolve_model_class
 from her_wrap.sb3.persistence import (
     SavedHER,
@@ -32,9 +34,7 @@ from her_wrap.sb3.persistence import (
     write_her_members,
 )
 from her_wrap.sb3.replay_wrapper import HindsightExperienceReplayWrapper
-from her_wrap.sb3.sources import make_batch_source
 from her_wrap.sb3.update_options import UpdateOptions
-from her_wrap.sb3.weighted import BatchSource, UniformSource, WeightedTrainMixin, weighted_learner_class
 
 
 class HER:
