@@ -84,13 +84,14 @@ def constructor_arguments(
     wrapped_env: Any,
     *,
     online: bool = True,
+    store_infos: bool | None = None,
     seed: int | None = None,
 ) -> tuple[dict[str, Any], ReplayBuffer | None]:
     """The SB3-form constructor arguments of a v2-form wrapper, and the buffer whose transitions it takes.
 
     Everything is checked before anything is read: an error leaves the buffer (or learner) as it was.
 
-    :return: keyword arguments of the SB3 form (all but ``store_infos``) and the buffer holding transitions
+    :return: keyword arguments of the SB3 form and the buffer holding transitions
         to move into the wrapper (None when there are none)
     :raises ValueError: for ``n_sampled_goal < 0``, an unknown strategy, or observations that are not the
         wrapped env's
@@ -113,6 +114,7 @@ def constructor_arguments(
         "device": wrapped.device,
         "n_envs": wrapped.n_envs,
         "settings": settings,
+        "store_infos": store_infos,
         "handle_timeout_termination": wrapped.handle_timeout_termination,
         "seed": seed,
         "discount": wrapped.discount,
