@@ -39,26 +39,13 @@ __getattr__ = lazy_getattr(__name__, {"layout_space": "her_wrap.envs.goal_wrappe
 class HindsightExperienceReplayWrapper(InfoProbe, StagedStepWriter, StableBaselinesHerReplayBuffer):
     """Replay buffer for stable-baselines3 off-policy learners with hindsight goal relabeling.
 
-    Two forms of the constructor, told apart by the first argument:
-
-    - SB3's, ``HindsightExperienceReplayWrapper(buffer_size, observation_space, action_space, env, device,
-      n_envs, *, settings, ...)``: the parameters below;
-    - stable-baselines v2's, ``HindsightExperienceReplayWrapper(replay_buffer, n_sampled_goal,
-      goal_selection_strategy, wrapped_env, *, online=True, store_infos=None, seed=None)``: a wrapper around
-      an SB3 ``ReplayBuffer`` (or an off-policy learner, whose ``replay_buffer`` it wraps), whose capacity,
-      spaces, device and ``n_envs`` it takes (with the learner's ``gamma`` and seed). ``wrapped_env`` is the
-      :class:`~her_wrap.HERGoalEnvWrapper` whose flat observations are added and whose ``compute_reward``
-      rewards relabeled goals. The transitions the buffer already holds move into this one (oldest first,
-      capacity grown so that all fit, infos reduced to ``TimeLimit.truncated``: SB3's buffers keep none);
-      the buffer itself is only read. Give the wrapper to the learner as its ``replay_buffer``.
-
     It speaks SB3's buffer interface (``add(obs, next_obs, action, reward, done, infos)``,
     ``sample(batch_size, env)``, ``set_env``, ``truncate_last_trajectory``) and stable-baselines v2's
-    (``add(obs_t, action, reward, obs_tp1, done[, info])``, ``can_sample(n_samples)``), and stores transitions in
-    :class:`her_wrap.core.replay.HindsightReplay`: each observation once, goals relabeled at sample time
-    (``online=True``) or frozen at episode end. It subclasses SB3's ``HerReplayBuffer`` only so that SB3's
-    learners treat it as one (they pass it the env, and ``load_replay_buffer`` restores the env and
-    truncates the last trajectory); it allocates none of SB3's arrays.
+    (``add(obs_t, action, reward, obs_tp1, done[, info])``, ``can_sample(n_samples)``), and stores
+    transitions in :class:`her_wrap.core.replay.HindsightReplay`: each observation once, goals relabeled at
+    sample time (``online=True``) or frozen at episode end. It subclasses SB3's ``HerReplayBuffer`` only so
+    that SB3's learners treat it as one (they pass it the env, and ``load_replay_buffer`` restores the env
+    and truncates the last trajectory); it allocates none of SB3's arrays.
 
     .. note::
         Unlike SB3's ``HerReplayBuffer``, the reward of a relabeled transition is computed in this process
@@ -73,34 +60,51 @@ class HindsightExperienceReplayWrapper(InfoProbe, StagedStepWriter, StableBaseli
     so the buffer holds about ``buffer_size * T / (T + 1)`` transitions.
 
     Infos: ``store_infos=None`` (default) keeps each step's info dict only when ``compute_reward`` reads
-    it. That is found out on real data: the first ``add`` calls ``compute_reward`` once with info dicts
-    that record reads; when that call raises before reading anything, infos are kept and the question is
-    asked again at the first sample, where unread infos are dropped.
+    it, found out on real data (see :mod:`her_wrap.sb3.info_probe`).
 
-    :param buffer_size: rows over all envs (see Capacity above)
-    :param observation_space: the learner's observation space: the goal dict, or flat vectors with
-        ``layout``
-    :param action_space: the learner's action space
-    :param env: the goal env (gymnasium env, :class:`~her_wrap.HERGoalEnvWrapper` or VecEnv) whose
-        ``compute_reward`` / ``compute_terminated`` relabeled transitions use; may be given later with
-        :meth:`set_env`
-    :param device: torch device of the samples
-    :param n_envs: envs stepped in parallel (one column of the storage each)
-    :param settings: what to relabel and how to sample (default ``HindsightSettings()``: ``future``,
-        ``k = 4``, online, uniform)
-    :param layout: key layout of flat observations; needed when the learner sees flat vectors
-        (``MlpPolicy`` through ``HERGoalEnvWrapper``); taken from ``env`` when it has one
-    :param store_infos: keep the info dict of each step for ``compute_reward``: None finds out whether
-        ``compute_reward`` reads them (see Infos above); True always; False never (the first sample raises
-        if ``compute_reward`` reads them)
-    :param copy_info_dict: keep deep copies of the info dicts rather than references; with
-        ``store_infos=None`` it also keeps them without asking (SB3's ``copy_info_dict=True`` means the
-        rewards need them)
-    :param handle_timeout_termination: a step whose info says ``TimeLimit.truncated`` keeps its bootstrap
-        (default); False counts it as terminal, as SB3 does with that setting
-    :param seed: seed of the relabeling and sampling draws
-    :param discount: ``gamma`` of n-step returns (``settings.n_steps > 1``); ``for_learner`` passes the
-        learner's
+    The constructor takes two forms, told apart by the first argument.
+
+    SB3's form, ``HindsightExperienceReplayWrapper(buffer_size, observation_space, action_space, env=None,
+    device="auto", n_envs=1, *, settings=None, layout=None, ...)``:
+
+    - ``buffer_size``: rows over all envs (see Capacity above)
+    - ``observation_space``: the learner's observation space: the goal dict, or flat vectors with ``layout``
+    - ``action_space``: the learner's action space
+    - ``env``: the goal env (gymnasium env, :class:`~her_wrap.HERGoalEnvWrapper` or VecEnv) whose
+      ``compute_reward`` / ``compute_terminated`` relabeled transitions use; may be given later with
+      :meth:`set_env`
+    - ``device``: torch device of the samples
+    - ``n_envs``: envs stepped in parallel (one column of the storage each)
+    - ``settings``: what to relabel and how to sample (default ``HindsightSettings()``: ``future``,
+      ``k = 4``, online, uniform)
+    - ``layout``: key layout of flat observations; needed when the learner sees flat vectors
+      (``MlpPolicy`` through ``HERGoalEnvWrapper``); taken from ``env`` when it has one
+    - ``store_infos``: keep the info dict of each step for ``compute_reward``: None finds out whether
+      ``compute_reward`` reads them (see Infos above); True always; False never (the first sample raises
+      if ``compute_reward`` reads them)
+    - ``copy_info_dict``: keep deep copies of the info dicts; with ``store_infos=None`` it also keeps them
+      without asking (SB3's ``copy_info_dict=True`` means the rewards need them)
+    - ``handle_timeout_termination``: a step whose info says ``TimeLimit.truncated`` keeps its bootstrap
+      (default); False counts it as terminal, as SB3 does with that setting
+    - ``seed``: seed of the relabeling and sampling draws
+    - ``discount``: ``gamma`` of n-step returns (``settings.n_steps > 1``); ``for_learner`` passes the learner's
+
+    stable-baselines v2's form, ``HindsightExperienceReplayWrapper(replay_buffer, n_sampled_goal,
+    goal_selection_strategy, wrapped_env, *, online=True, store_infos=None, seed=None)``, a wrapper around a
+    learner's buffer (give it to the learner: ``model.replay_buffer = wrapper``):
+
+    - ``replay_buffer``: an SB3 ``ReplayBuffer`` (or ``DictReplayBuffer``), or an off-policy learner whose
+      buffer is wrapped. Its capacity, spaces, device and ``n_envs`` are taken (and a learner's ``gamma``
+      and seed). The transitions it holds move into the wrapper, oldest first: the capacity grows so that
+      all fit, and their infos carry only ``TimeLimit.truncated`` (SB3's buffers keep no infos). The
+      buffer itself is only read.
+    - ``n_sampled_goal``: ``k``: a share ``k / (k + 1)`` of every batch gets new goals
+    - ``goal_selection_strategy``: ``"future"``, ``"final"``, ``"episode"`` or ``"random"`` (or the enum)
+    - ``wrapped_env``: the :class:`~her_wrap.HERGoalEnvWrapper` whose flat observations ``add`` takes and
+      whose ``compute_reward`` rewards relabeled goals
+    - ``online``: relabel at sample time (default), or freeze ``k`` goals per transition at episode end (v2)
+    - ``store_infos``, ``seed``: as in SB3's form (the seed defaults to the learner's, else to a draw from
+      numpy's global generator, which a seeded learner has seeded)
     """
 
     @overload
@@ -164,7 +168,6 @@ class HindsightExperienceReplayWrapper(InfoProbe, StagedStepWriter, StableBaseli
         seed: int | None = None,
         discount: float | None = None,
     ) -> None:
-        """SB3's form: see the class."""
         if not isinstance(buffer_size, numbers.Real):
             raise TypeError(
                 f"HindsightExperienceReplayWrapper takes SB3's form {v2.SB3_FORM} or stable-baselines v2's "
@@ -321,9 +324,7 @@ class HindsightExperienceReplayWrapper(InfoProbe, StagedStepWriter, StableBaseli
         if len(args) == 6 and not kwargs and isinstance(args[5], list):
             self._add(*args)
         elif v2.is_v2_add(args, kwargs):
-            layout = self.layout or GoalObservationLayout.from_space(self._dict_space())
-            shapes = {key: space.shape or () for key, space in self._dict_space().spaces.items()}
-            self._add(*v2.sb3_add_arguments(self.n_envs, layout, shapes, *args, **kwargs))
+            self._add(*v2.sb3_add_arguments(self.n_envs, self._dict_space(), self.layout, *args, **kwargs))
         else:
             self._add(*args, **kwargs)
 

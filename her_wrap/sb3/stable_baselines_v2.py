@@ -253,8 +253,8 @@ def stored_steps(buffer: ReplayBuffer) -> Iterator[AddArguments]:
 
 def sb3_add_arguments(
     n_envs: int,
-    layout: GoalObservationLayout,
-    shapes: dict[str, tuple[int, ...]],
+    dict_space: spaces.Dict,
+    layout: GoalObservationLayout | None,
     obs_t: Any,
     action: Any,
     reward: Any,
@@ -265,8 +265,8 @@ def sb3_add_arguments(
     """stable-baselines v2's ``add(obs_t, action, reward, obs_tp1, done[, info])`` as SB3's arguments.
 
     :param n_envs: envs of the buffer (v2 stepped one: scalars and single observations are one env's)
-    :param layout: key layout of the flat observations
-    :param shapes: shape of each key's observation (for goal dicts given instead of flat vectors)
+    :param dict_space: the goal dict space of the observations
+    :param layout: key layout of the flat observations (None: the dict space's keys in goal order)
     :param obs_t: flat observation(s) of a ``HERGoalEnvWrapper`` (or goal dicts), before the step
     :param action: the action(s) taken
     :param reward: the reward(s)
@@ -282,6 +282,9 @@ def sb3_add_arguments(
         infos = [info] if isinstance(info, dict) else list(info)
     if len(infos) != n_envs:
         raise ValueError(f"add got {len(infos)} info dicts for {n_envs} envs: pass one per env.")
+    if layout is None:
+        layout = GoalObservationLayout.from_space(dict_space)
+    shapes = {key: space.shape or () for key, space in dict_space.spaces.items()}
 
     def per_env(observation: Any) -> dict[str, np.ndarray]:
         if isinstance(observation, dict):
