@@ -150,6 +150,17 @@ def test_v2_add_takes_the_step_info():
     assert wrapper.size() == 1
 
 
+def test_sb3_add_with_a_tuple_of_infos_as_subproc_vec_env_gives_them_is_sb3s_form():
+    env = goal_env()
+    wrapper = HindsightExperienceReplayWrapper(
+        100, env.observation_space, env.action_space, env, device="cpu"
+    )
+    obs, _ = env.reset()
+    next_obs, *_ = env.step(0)
+    wrapper.add(obs[None], next_obs[None], np.array([[0]]), np.array([-1.0]), np.array([False]), ({},))
+    assert wrapper.size() == 1
+
+
 def test_sb3_form_still_builds_from_a_capacity():
     env = goal_env()
     wrapper = HindsightExperienceReplayWrapper(

@@ -319,9 +319,9 @@ class HindsightExperienceReplayWrapper(InfoProbe, StagedStepWriter, StableBaseli
         stable-baselines v2's ``add(obs_t, action, reward, obs_tp1, done[, info])`` (flat observations of
         the wrapped :class:`~her_wrap.HERGoalEnvWrapper`, or goal dicts; one env's step without an env axis).
 
-        Told apart by the arguments: v2's has five (or a sixth that is one info dict, not SB3's list).
+        Told apart by the arguments: v2's has five (or a sixth that is one info dict, not SB3's sequence).
         """
-        if len(args) == 6 and not kwargs and isinstance(args[5], list):
+        if len(args) == 6 and not kwargs and isinstance(args[5], list | tuple):
             self._add(*args)
         elif v2.is_v2_add(args, kwargs):
             self._add(*v2.sb3_add_arguments(self.n_envs, self._dict_space(), self.layout, *args, **kwargs))

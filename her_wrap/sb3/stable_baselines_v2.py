@@ -67,14 +67,15 @@ def wraps_a_buffer(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 def is_v2_add(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether ``add`` arguments are stable-baselines v2's ``(obs_t, action, reward, obs_tp1, done[, info])``.
 
-    SB3's ``(obs, next_obs, action, reward, done, infos)`` has six, the last a list of info dicts.
+    SB3's ``(obs, next_obs, action, reward, done, infos)`` has six, the last a list (or, from
+    ``SubprocVecEnv``, a tuple) of info dicts; v2's sixth is one info dict.
     """
     if {"next_obs", "infos"} & kwargs.keys():
         return False
     if {"obs_t", "obs_tp1", "info"} & kwargs.keys():
         return True
     given = len(args) + len(kwargs)
-    return given == 5 or (given == 6 and len(args) == 6 and not isinstance(args[5], list))
+    return given == 5 or (given == 6 and len(args) == 6 and (args[5] is None or isinstance(args[5], dict)))
 
 
 def constructor_arguments(
