@@ -9,8 +9,6 @@ The stable-baselines3 names are imported on first use, so the numpy core works w
 
 from __future__ import annotations
 
-from typing import Any
-
 from her_wrap.core import (
     KEY_TO_GOAL_STRATEGY,
     GoalSelectionStrategy,
@@ -20,25 +18,21 @@ from her_wrap.core import (
     LaBERmax,
     LaBERmean,
 )
+from her_wrap.lazy_imports import lazy_getattr
 
 __version__ = "0.1.0"
 
-_LAZY = {
-    "HindsightReplayBuffer": "her_wrap.core.hindsight_replay_buffer",
-    "BitFlippingEnv": "her_wrap.envs",
-    "HERGoalEnvWrapper": "her_wrap.envs",
-    "HER": "her_wrap.sb3",
-    "HindsightExperienceReplayWrapper": "her_wrap.sb3",
-}
-
-
-def __getattr__(name: str) -> Any:
-    # Importing gymnasium, torch and SB3 takes seconds: only users of those names pay for them.
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'her_wrap' has no attribute {name!r}")
+# Importing gymnasium, torch and SB3 takes seconds: only users of those names pay for them.
+__getattr__ = lazy_getattr(
+    __name__,
+    {
+        "HindsightReplayBuffer": "her_wrap.core.hindsight_replay_buffer",
+        "BitFlippingEnv": "her_wrap.envs",
+        "HERGoalEnvWrapper": "her_wrap.envs",
+        "HER": "her_wrap.sb3",
+        "HindsightExperienceReplayWrapper": "her_wrap.sb3",
+    },
+)
 
 
 __all__ = [

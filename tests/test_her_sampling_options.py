@@ -6,7 +6,7 @@ import pytest
 from stable_baselines3 import DDPG, DQN, SAC, TD3
 
 from her_wrap import HER, BitFlippingEnv
-from her_wrap.sb3.sources import LaBERSource, PrioritizedSource
+from her_wrap.sb3.batch_sources import LaBERSource, PrioritizedSource
 
 OPTIONS = {
     "laber": ({"laber": "mean", "laber_m": 2}, LaBERSource),

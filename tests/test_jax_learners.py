@@ -25,7 +25,8 @@ from gymnasium import spaces
 from stable_baselines3 import DQN as TorchDQN
 
 from her_wrap import HER, BitFlippingEnv
-from her_wrap.runs.learners import learner_parameters
+from her_wrap.runs.model_classes import learner_parameters
+from her_wrap.runs.presets import BIT_FLIPPING_DQN
 from her_wrap.runs.search_spaces import SEARCH_SPACES
 from her_wrap.sb3.evaluation import success_rate
 from her_wrap.sb3.jax_learners import (
@@ -34,7 +35,6 @@ from her_wrap.sb3.jax_learners import (
     is_jax_learner,
 )
 from her_wrap.sb3.learners import LEARNERS, resolve_model_class
-from her_wrap.sb3.presets import BIT_FLIPPING_DQN
 
 sbx = pytest.importorskip("sbx", reason="SBX learners need the jax extra: pip install 'her_wrap[jax]'")
 

@@ -9,10 +9,12 @@ import pytest
 import torch as th
 from stable_baselines3 import DDPG, DQN, SAC, TD3
 
-import her_wrap.sb3.weighted as weighted
+import her_wrap.sb3.train_steps as train_steps
 from her_wrap import HER, BitFlippingEnv
+from her_wrap.sb3.batch_sources import UniformSource
+from her_wrap.sb3.critic_losses import td_abs
+from her_wrap.sb3.train_steps import weighted_train
 from her_wrap.sb3.update_options import UpdateOptions
-from her_wrap.sb3.weighted import UniformSource, td_abs, weighted_train
 
 
 def continuous_her(model_class: type = DDPG, **options) -> HER:
@@ -102,9 +104,9 @@ def test_random_actions_are_refused_for_discrete_learners():
 def test_targets_move_once_per_cycle_when_asked(monkeypatch, per_cycle, expected):
     model = continuous_her(SAC, target_update_per_cycle=per_cycle, action_l2=0.01)
     moves = []
-    original = weighted.polyak_update
+    original = train_steps.polyak_update
     monkeypatch.setattr(
-        weighted,
+        train_steps,
         "polyak_update",
         lambda params, targets, tau: moves.append(tau) or original(params, targets, tau),
     )

@@ -1,4 +1,4 @@
-"""Specification of the weighted train steps (her_wrap.sb3.weighted).
+"""Specification of the weighted train steps (her_wrap.sb3.train_steps).
 
 Each learner is trained briefly once per module (tiny nets, ~200 env steps) and deep-copied per test, so
 that a stock ``model.train()`` and ``weighted_train`` start from the same parameters, optimizer state and
@@ -22,7 +22,10 @@ from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.type_aliases import ReplayBufferSamples
 
-from her_wrap.sb3.weighted import Samples, UniformSource, td_abs, weighted_train
+from her_wrap.sb3.batch_sources import UniformSource
+from her_wrap.sb3.critic_losses import td_abs
+from her_wrap.sb3.samples import Samples
+from her_wrap.sb3.train_steps import weighted_train
 
 BATCH_SIZE = 32
 GRADIENT_STEPS = 3

@@ -316,6 +316,21 @@ def flat_observation_space(dict_space: spaces.Dict) -> spaces.Box:
     )
 
 
+def layout_space(layout: GoalObservationLayout) -> spaces.Dict:
+    """The dict observation space a flat layout was made from (bounds aside: boxes are unbounded).
+
+    :param layout: the key layout of flat observations
+    :return: a Dict space with one sub-space per key, of the key's shape and dtype
+    """
+    parts: dict[str, spaces.Space[Any]] = {}
+    for key in layout.keys:
+        if key.kind == "discrete":
+            parts[key.name] = spaces.Discrete(key.size, start=key.discrete_start)
+        else:
+            parts[key.name] = spaces.Box(-np.inf, np.inf, key.shape, dtype=np.dtype(key.dtype))
+    return spaces.Dict(parts)
+
+
 def _flat_bounds(
     space: spaces.Space[Any], size: int
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:

@@ -6,25 +6,21 @@ importing torch and stable-baselines3.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from her_wrap.lazy_imports import lazy_getattr
 
-_LAZY = {
-    "HER": "her_wrap.sb3.her",
-    "make_goal_env": "her_wrap.envs.registry",
-    "GoalFunctions": "her_wrap.sb3.goal_functions",
-    "HindsightBatch": "her_wrap.sb3.replay_wrapper",
-    "HindsightExperienceReplayWrapper": "her_wrap.sb3.replay_wrapper",
-    "HerReplayBuffer": "her_wrap.sb3.her_replay_buffer",
-    "SbxHerReplayBuffer": "her_wrap.sb3.jax_learners",
-    "VecGoalFlattenWrapper": "her_wrap.sb3.vec_flatten",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'her_wrap.sb3' has no attribute {name!r}")
+__getattr__ = lazy_getattr(
+    __name__,
+    {
+        "HER": "her_wrap.sb3.her",
+        "make_goal_env": "her_wrap.envs.registry",
+        "GoalFunctions": "her_wrap.sb3.goal_functions",
+        "HindsightBatch": "her_wrap.sb3.samples",
+        "HindsightExperienceReplayWrapper": "her_wrap.sb3.replay_wrapper",
+        "HerReplayBuffer": "her_wrap.sb3.her_replay_buffer",
+        "SbxHerReplayBuffer": "her_wrap.sb3.jax_learners",
+        "VecGoalFlattenWrapper": "her_wrap.sb3.vec_flatten",
+    },
+)
 
 
 __all__ = [
@@ -33,7 +29,6 @@ __all__ = [
     "HerReplayBuffer",
     "HindsightBatch",
     "HindsightExperienceReplayWrapper",
-    "SbxHerReplayBuffer",
     "VecGoalFlattenWrapper",
     "make_goal_env",
 ]

@@ -1,4 +1,4 @@
-"""Per-sample critic losses and |TD| reducers behind :mod:`her_wrap.sb3.weighted`.
+"""Per-sample critic losses and |TD| reducers behind :mod:`her_wrap.sb3.train_steps`.
 
 Stock stable-baselines3 losses reduce over the batch inside the loss call (``F.mse_loss(...)``,
 ``quantile_huber_loss(...)``), which leaves no place for a per-sample weight. The functions here keep one

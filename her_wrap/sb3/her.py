@@ -10,25 +10,24 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import torch as th
-from stable_baselines3.common.logger import Logger
-from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
-from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.save_util import load_from_pkl, save_to_pkl
-from stable_baselines3.common.type_aliases import MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.core.settings import HindsightSettings, LaBERVariant
 from her_wrap.envs.registry import make_goal_env
+from her_wrap.sb3.batch_sources import BatchSource, UniformSource, make_batch_source
 from her_wrap.sb3.jax_learners import (
     SbxHindsightReplayWrapper,
     check_jax_learner,
     is_jax_learner,
     jax_learner_class,
 )
+from her_wrap.sb3.learner_attributes import LearnerAttributes
 from her_wrap.sb3.learner_env import DEFAULT_NORMALIZE_KWARGS, normalize_kwargs_of, prepare_learner_env
+from her_wrap.sb3.learner_mixin import WeightedTrainMixin, weighted_learner_class
 from her_wrap.sb3.learners import check_keeps_replay_buffer, resolve_model_class
 from her_wrap.sb3.persistence import (
     SavedHER,
@@ -38,12 +37,10 @@ from her_wrap.sb3.persistence import (
     write_her_members,
 )
 from her_wrap.sb3.replay_wrapper import HindsightExperienceReplayWrapper
-from her_wrap.sb3.sources import make_batch_source
 from her_wrap.sb3.update_options import UpdateOptions
-from her_wrap.sb3.weighted import BatchSource, UniformSource, WeightedTrainMixin, weighted_learner_class
 
 
-class HER:
+class HER(LearnerAttributes):
     """Hindsight Experience Replay around a stable-baselines3 off-policy learner.
 
     The stable-baselines (v2) ``HER`` API on gymnasium 1.x and SB3 2.x::
@@ -265,107 +262,6 @@ class HER:
         assert isinstance(buffer, HindsightExperienceReplayWrapper)
         return buffer
 
-    # What SB3 users read and set on a model, forwarded to the learner (explicitly, so that each is typed
-    # and documented, and a typo is an AttributeError rather than a silent new attribute).
-    @property
-    def policy(self) -> BasePolicy:
-        """The learner's policy network (the policy name or class given to HER is :attr:`policy_argument`)."""
-        return self.model.policy
-
-    @property
-    def policy_class(self) -> type[BasePolicy]:
-        """The learner's policy class."""
-        return self.model.policy_class
-
-    @property
-    def num_timesteps(self) -> int:
-        """Env steps taken so far, over every env."""
-        return self.model.num_timesteps
-
-    @property
-    def verbose(self) -> int:
-        """The learner's verbosity: 0 quiet, 1 training logs, 2 debug."""
-        return self.model.verbose
-
-    @verbose.setter
-    def verbose(self, value: int) -> None:
-        self.model.verbose = value
-
-    @property
-    def learning_rate(self) -> float | Schedule:
-        """The learning rate given to the learner (a number or a schedule of the remaining progress)."""
-        return self.model.learning_rate
-
-    @learning_rate.setter
-    def learning_rate(self, value: float | Schedule) -> None:
-        # As in SB3, the schedule is rebuilt from learning_rate when learn() sets the model up: rebuild
-        # it now so that the next gradient step uses the new value.
-        self.model.learning_rate = value
-        self.model._setup_lr_schedule()
-
-    @property
-    def action_noise(self) -> ActionNoise | None:
-        """Exploration noise of continuous-action learners, or None."""
-        return self.model.action_noise
-
-    @action_noise.setter
-    def action_noise(self, value: ActionNoise | None) -> None:
-        self.model.action_noise = value
-
-    @property
-    def gamma(self) -> float:
-        """The learner's discount factor."""
-        return self.model.gamma
-
-    @property
-    def batch_size(self) -> int:
-        """Transitions per gradient step."""
-        return self.model.batch_size
-
-    @property
-    def seed(self) -> int | None:
-        """The learner's seed (HER's sampler is seeded from it)."""
-        return self.model.seed
-
-    @property
-    def device(self) -> th.device:
-        """The torch device of the learner's networks."""
-        return self.model.device
-
-    @property
-    def n_envs(self) -> int:
-        """Envs the learner steps in parallel."""
-        return self.model.n_envs
-
-    @property
-    def observation_space(self) -> gym.spaces.Space:
-        """The observation space the learner's policy takes (flat for ``MlpPolicy``)."""
-        return self.model.observation_space
-
-    @property
-    def action_space(self) -> gym.spaces.Space:
-        """The env's action space."""
-        return self.model.action_space
-
-    @property
-    def logger(self) -> Logger:
-        """The learner's logger (set up by ``learn``)."""
-        return self.model.logger
-
-    @property
-    def ep_info_buffer(self) -> Any:
-        """Return and length of the latest training episodes (a deque of Monitor infos)."""
-        return self.model.ep_info_buffer
-
-    @property
-    def ep_success_buffer(self) -> Any:
-        """``is_success`` of the latest training episodes (a deque)."""
-        return self.model.ep_success_buffer
-
-    def get_vec_normalize_env(self) -> VecNormalize | None:
-        """The ``VecNormalize`` the learner's env goes through, or None."""
-        return self.model.get_vec_normalize_env()
-
     def learn(
         self,
         total_timesteps: int,
@@ -415,10 +311,6 @@ class HER:
             observation = self.layout.flatten(observation)
         return self.model.predict(observation, state, episode_start, deterministic)
 
-    def get_env(self) -> VecEnv | None:
-        """The learner's VecEnv."""
-        return self.model.get_env()
-
     def set_env(self, env: gym.Env | VecEnv | str, force_reset: bool = True) -> None:
         """Give the learner (and relabeling) a new goal env of the same task."""
         learner_env = self._use_env(env)
@@ -426,12 +318,6 @@ class HER:
         self.replay_buffer.set_env(self._goal_env)
         if force_reset:
             self.replay_buffer.end_open_episodes()
-
-    def get_parameters(self) -> dict[str, dict]:
-        return self.model.get_parameters()
-
-    def set_parameters(self, load_path_or_dict: str | dict[str, Any], exact_match: bool = True) -> None:
-        self.model.set_parameters(load_path_or_dict, exact_match=exact_match)
 
     # ------------------------------------------------------------------ files
     def save(self, path: str | pathlib.Path, exclude: list[str] | None = None) -> None:

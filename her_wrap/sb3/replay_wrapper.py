@@ -1,59 +1,51 @@
 """The stable-baselines3 replay buffer that relabels goals in hindsight, on the numpy core.
 
 :class:`HindsightExperienceReplayWrapper` is the one storage and sampling path of the SB3 layer: ``HER``
-builds it with :meth:`~HindsightExperienceReplayWrapper.for_learner`, and the drop-in
-:class:`her_wrap.sb3.HerReplayBuffer` is this class behind SB3's own constructor signature.
+builds it with :meth:`~HindsightExperienceReplayWrapper.for_learner`, the drop-in
+:class:`her_wrap.sb3.HerReplayBuffer` is this class behind SB3's own constructor signature, and
+stable-baselines v2's form wraps a learner's buffer (see :mod:`her_wrap.sb3.stable_baselines_v2`).
 """
 
 from __future__ import annotations
 
 import copy
-import warnings
-from typing import Any, NamedTuple
+import numbers
+from typing import Any, overload
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.buffers import BaseBuffer
-from stable_baselines3.common.type_aliases import DictReplayBufferSamples, ReplayBufferSamples
+from stable_baselines3.common.buffers import BaseBuffer, ReplayBuffer
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as StableBaselinesHerReplayBuffer
 
 from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.core.replay import HindsightReplay
 from her_wrap.core.settings import HindsightSettings
-from her_wrap.core.storage import FieldSpec
-from her_wrap.envs.checks import reads_infos
-from her_wrap.envs.goal_wrapper import GoalObservationLayout
+from her_wrap.envs.goal_wrapper import GoalObservationLayout, HERGoalEnvWrapper
+from her_wrap.envs.goal_wrapper import layout_space as _layout_space
+from her_wrap.lazy_imports import lazy_getattr
+from her_wrap.sb3 import stable_baselines_v2 as v2
 from her_wrap.sb3.goal_functions import GoalFunctions
+from her_wrap.sb3.info_probe import InfoProbe
+from her_wrap.sb3.samples import HindsightBatch, Samples, to_samples, to_tensor
+from her_wrap.sb3.step_writer import StagedStepWriter, storage_fields
 
-Samples = ReplayBufferSamples | DictReplayBufferSamples
-
-# Fewer staged steps than this are written one by one: a vectorized chunk has a fixed cost of a few
-# single writes.
-_SINGLE_WRITES_BELOW = 8
-
-
-class HindsightBatch(NamedTuple):
-    """A sample with what weighted train steps need besides the SB3 samples."""
-
-    samples: Samples
-    """SB3 samples (dict or flat observations, as the learner's policy expects)."""
-    weights: th.Tensor | None
-    """Importance weights (prioritized replay), shape ``(B,)``, or None."""
-    indexes: np.ndarray
-    """Flat storage slots of the samples, for priority updates."""
+# layout_space moved beside flat_observation_space; reading it here warns.
+__getattr__ = lazy_getattr(__name__, {"layout_space": "her_wrap.envs.goal_wrapper"}, moved=True)
 
 
-class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
+class HindsightExperienceReplayWrapper(InfoProbe, StagedStepWriter, StableBaselinesHerReplayBuffer):
     """Replay buffer for stable-baselines3 off-policy learners with hindsight goal relabeling.
 
     It speaks SB3's buffer interface (``add(obs, next_obs, action, reward, done, infos)``,
-    ``sample(batch_size, env)``, ``set_env``, ``truncate_last_trajectory``) and stores transitions in
-    :class:`her_wrap.core.replay.HindsightReplay`: each observation once, goals relabeled at sample time
-    (``online=True``) or frozen at episode end. It subclasses SB3's ``HerReplayBuffer`` only so that SB3's
-    learners treat it as one (they pass it the env, and ``load_replay_buffer`` restores the env and
-    truncates the last trajectory); it allocates none of SB3's arrays.
+    ``sample(batch_size, env)``, ``set_env``, ``truncate_last_trajectory``) and stable-baselines v2's
+    (``add(obs_t, action, reward, obs_tp1, done[, info])``, ``can_sample(n_samples)``), and stores
+    transitions in :class:`her_wrap.core.replay.HindsightReplay`: each observation once, goals relabeled at
+    sample time (``online=True``) or frozen at episode end. It subclasses SB3's ``HerReplayBuffer`` only so
+    that SB3's learners treat it as one (they pass it the env, and ``load_replay_buffer`` restores the env
+    and truncates the last trajectory); it allocates none of SB3's arrays.
 
     .. note::
         Unlike SB3's ``HerReplayBuffer``, the reward of a relabeled transition is computed in this process
@@ -68,36 +60,54 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
     so the buffer holds about ``buffer_size * T / (T + 1)`` transitions.
 
     Infos: ``store_infos=None`` (default) keeps each step's info dict only when ``compute_reward`` reads
-    it. That is found out on real data: the first ``add`` calls ``compute_reward`` once with info dicts
-    that record reads; when that call raises before reading anything, infos are kept and the question is
-    asked again at the first sample, where unread infos are dropped.
+    it, found out on real data (see :mod:`her_wrap.sb3.info_probe`).
 
-    :param buffer_size: rows over all envs (see Capacity above)
-    :param observation_space: the learner's observation space: the goal dict, or flat vectors with
-        ``layout``
-    :param action_space: the learner's action space
-    :param env: the goal env (gymnasium env, :class:`~her_wrap.HERGoalEnvWrapper` or VecEnv) whose
-        ``compute_reward`` / ``compute_terminated`` relabeled transitions use; may be given later with
-        :meth:`set_env`
-    :param device: torch device of the samples
-    :param n_envs: envs stepped in parallel (one column of the storage each)
-    :param settings: what to relabel and how to sample (default ``HindsightSettings()``: ``future``,
-        ``k = 4``, online, uniform)
-    :param layout: key layout of flat observations; needed when the learner sees flat vectors
-        (``MlpPolicy`` through ``HERGoalEnvWrapper``); taken from ``env`` when it has one
-    :param store_infos: keep the info dict of each step for ``compute_reward``: None finds out whether
-        ``compute_reward`` reads them (see Infos above); True always; False never (the first sample raises
-        if ``compute_reward`` reads them)
-    :param copy_info_dict: keep deep copies of the info dicts rather than references; with
-        ``store_infos=None`` it also keeps them without asking (SB3's ``copy_info_dict=True`` means the
-        rewards need them)
-    :param handle_timeout_termination: a step whose info says ``TimeLimit.truncated`` keeps its bootstrap
-        (default); False counts it as terminal, as SB3 does with that setting
-    :param seed: seed of the relabeling and sampling draws
-    :param discount: ``gamma`` of n-step returns (``settings.n_steps > 1``); ``for_learner`` passes the
-        learner's
+    The constructor takes two forms, told apart by the first argument.
+
+    SB3's form, ``HindsightExperienceReplayWrapper(buffer_size, observation_space, action_space, env=None,
+    device="auto", n_envs=1, *, settings=None, layout=None, ...)``:
+
+    - ``buffer_size``: rows over all envs (see Capacity above)
+    - ``observation_space``: the learner's observation space: the goal dict, or flat vectors with ``layout``
+    - ``action_space``: the learner's action space
+    - ``env``: the goal env (gymnasium env, :class:`~her_wrap.HERGoalEnvWrapper` or VecEnv) whose
+      ``compute_reward`` / ``compute_terminated`` relabeled transitions use; may be given later with
+      :meth:`set_env`
+    - ``device``: torch device of the samples
+    - ``n_envs``: envs stepped in parallel (one column of the storage each)
+    - ``settings``: what to relabel and how to sample (default ``HindsightSettings()``: ``future``,
+      ``k = 4``, online, uniform)
+    - ``layout``: key layout of flat observations; needed when the learner sees flat vectors
+      (``MlpPolicy`` through ``HERGoalEnvWrapper``); taken from ``env`` when it has one
+    - ``store_infos``: keep the info dict of each step for ``compute_reward``: None finds out whether
+      ``compute_reward`` reads them (see Infos above); True always; False never (the first sample raises
+      if ``compute_reward`` reads them)
+    - ``copy_info_dict``: keep deep copies of the info dicts; with ``store_infos=None`` it also keeps them
+      without asking (SB3's ``copy_info_dict=True`` means the rewards need them)
+    - ``handle_timeout_termination``: a step whose info says ``TimeLimit.truncated`` keeps its bootstrap
+      (default); False counts it as terminal, as SB3 does with that setting
+    - ``seed``: seed of the relabeling and sampling draws
+    - ``discount``: ``gamma`` of n-step returns (``settings.n_steps > 1``); ``for_learner`` passes the learner's
+
+    stable-baselines v2's form, ``HindsightExperienceReplayWrapper(replay_buffer, n_sampled_goal,
+    goal_selection_strategy, wrapped_env, *, online=True, store_infos=None, seed=None)``, a wrapper around a
+    learner's buffer (give it to the learner: ``model.replay_buffer = wrapper``):
+
+    - ``replay_buffer``: an SB3 ``ReplayBuffer`` (or ``DictReplayBuffer``), or an off-policy learner whose
+      buffer is wrapped. Its capacity, spaces, device and ``n_envs`` are taken (and a learner's ``gamma``
+      and seed). The transitions it holds move into the wrapper, oldest first: the capacity grows so that
+      all fit, and their infos carry only ``TimeLimit.truncated`` (SB3's buffers keep no infos). The
+      buffer itself is only read.
+    - ``n_sampled_goal``: ``k``: a share ``k / (k + 1)`` of every batch gets new goals
+    - ``goal_selection_strategy``: ``"future"``, ``"final"``, ``"episode"`` or ``"random"`` (or the enum)
+    - ``wrapped_env``: the :class:`~her_wrap.HERGoalEnvWrapper` whose flat observations ``add`` takes and
+      whose ``compute_reward`` rewards relabeled goals
+    - ``online``: relabel at sample time (default), or freeze ``k`` goals per transition at episode end (v2)
+    - ``store_infos``, ``seed``: as in SB3's form (the seed defaults to the learner's, else to a draw from
+      numpy's global generator, which a seeded learner has seeded)
     """
 
+    @overload
     def __init__(
         self,
         buffer_size: int,
@@ -114,7 +124,56 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
         handle_timeout_termination: bool = True,
         seed: int | None = None,
         discount: float | None = None,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        replay_buffer: ReplayBuffer | OffPolicyAlgorithm,
+        n_sampled_goal: int,
+        goal_selection_strategy: str | GoalSelectionStrategy,
+        wrapped_env: HERGoalEnvWrapper,
+        *,
+        online: bool = True,
+        store_infos: bool | None = None,
+        seed: int | None = None,
+    ) -> None: ...
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if not v2.wraps_a_buffer(args, kwargs):
+            self._build(*args, **kwargs)
+            return
+        # Every v2 argument is checked before the wrapped buffer is read; it is never written.
+        arguments, stored = v2.constructor_arguments(*args, **kwargs)
+        self._build(**arguments)
+        if stored is not None:
+            for step in v2.stored_steps(stored):
+                self.add(*step)
+            self.flush()
+
+    def _build(
+        self,
+        buffer_size: int,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        env: Any = None,
+        device: th.device | str = "auto",
+        n_envs: int = 1,
+        *,
+        settings: HindsightSettings | None = None,
+        layout: GoalObservationLayout | None = None,
+        store_infos: bool | None = None,
+        copy_info_dict: bool = False,
+        handle_timeout_termination: bool = True,
+        seed: int | None = None,
+        discount: float | None = None,
     ) -> None:
+        if not isinstance(buffer_size, numbers.Real):
+            raise TypeError(
+                f"HindsightExperienceReplayWrapper takes SB3's form {v2.SB3_FORM} or stable-baselines v2's "
+                f"{v2.V2_FORM}; its first argument is a {type(buffer_size).__name__}: neither a capacity nor "
+                "an SB3 ReplayBuffer or off-policy learner."
+            )
         # SB3's HerReplayBuffer.__init__ would allocate its own arrays: only the base class's bookkeeping.
         BaseBuffer.__init__(self, buffer_size, observation_space, action_space, device=device, n_envs=n_envs)
         self.handle_timeout_termination = bool(handle_timeout_termination)
@@ -122,7 +181,7 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
         self.store_infos = True if store_infos is None and copy_info_dict else store_infos
         if layout is None and env is not None:
             layout = getattr(env, "layout", None)
-        self.flat = isinstance(self.observation_space, spaces.Box)
+        self.flat: bool = isinstance(self.observation_space, spaces.Box)
         if self.flat and layout is None:
             raise ValueError(
                 "The learner sees flat observations but no key layout was given: pass the "
@@ -133,22 +192,10 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
                 f"Hindsight relabeling needs goal dict observations, got {type(self.observation_space).__name__}: "
                 "use a goal env (observation, achieved_goal, desired_goal) and MultiInputPolicy."
             )
-        self.layout = layout
+        self.layout: GoalObservationLayout | None = layout
         dict_space = self._dict_space()
         self.keys = tuple(dict_space.spaces)
-        observation_fields = {
-            name: FieldSpec(space.shape or (), _storage_dtype(space))
-            for name, space in dict_space.spaces.items()
-        }
-        action_dtype = self.action_space.dtype if self.action_space.dtype is not None else np.float32
-        step_fields = {
-            "action": FieldSpec(
-                (self.action_dim,), np.float32 if action_dtype == np.float64 else action_dtype
-            ),
-            "reward": FieldSpec((), np.float32),
-            "terminated": FieldSpec((), np.bool_),
-            "truncated": FieldSpec((), np.bool_),
-        }
+        observation_fields, step_fields = storage_fields(dict_space, self.action_space, self.action_dim)
         self.replay = HindsightReplay(
             # At least the 2 rows per env that storage needs: a learner loaded only to predict (the zoo's
             # enjoy) asks for buffer_size=1; an episode too long for the rows fails at add, naming the fix.
@@ -161,18 +208,9 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
             discount=discount,
             seed=seed,
         )
-        # What is still to find out on real data: whether compute_reward reads infos (None: not yet); the
-        # first add writes at once, so that a setup whose shapes do not fit fails there, not at a sample.
-        self._infos_read: bool | None = True if self.store_infos else None
-        self._awaiting_first_add = True
-        self._first_sample_done = False
-        self._no_flags = np.zeros(self.n_envs, dtype=bool)
-        self._staged: list[tuple[Any, ...]] = []
-        # The next observation of the last step written: where an episode in progress goes on from.
-        self._pending_next: dict[str, np.ndarray] | None = None
-        # Chunks of this many add calls are written at once; a sample writes what is staged before it.
-        self._stage_limit = 256
-        self._copy_infos = self.copy_info_dict and self.store_infos is True
+        self._no_flags: np.ndarray = np.zeros(self.n_envs, dtype=bool)
+        self._start_probing()
+        self._start_staging()
         self.env: Any = None
         self.goal_functions: GoalFunctions | None = None
         if env is not None:
@@ -232,15 +270,10 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
     def prioritized(self) -> bool:
         return self.replay.prioritizer is not None
 
-    @property
-    def stores_infos(self) -> bool:
-        """Whether info dicts are being kept now."""
-        return self.replay.storage.stores_infos
-
     def _dict_space(self) -> spaces.Dict:
         if self.flat:
             assert self.layout is not None
-            return layout_space(self.layout)
+            return _layout_space(self.layout)
         assert isinstance(self.observation_space, spaces.Dict)
         return self.observation_space
 
@@ -281,7 +314,25 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
         self.__dict__.update(state)
 
     # ------------------------------------------------------------------ SB3 interface
-    def add(  # type: ignore[override]
+    def add(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        """Store one step of every env: SB3's ``add(obs, next_obs, action, reward, done, infos)``, or
+        stable-baselines v2's ``add(obs_t, action, reward, obs_tp1, done[, info])`` (flat observations of
+        the wrapped :class:`~her_wrap.HERGoalEnvWrapper`, or goal dicts; one env's step without an env axis).
+
+        Told apart by the arguments: v2's has five (or a sixth that is one info dict, not SB3's sequence).
+        """
+        if len(args) == 6 and not kwargs and isinstance(args[5], list | tuple):
+            self._add(*args)
+        elif v2.is_v2_add(args, kwargs):
+            self._add(*v2.sb3_add_arguments(self.n_envs, self._dict_space(), self.layout, *args, **kwargs))
+        else:
+            self._add(*args, **kwargs)
+
+    def can_sample(self, n_samples: int) -> bool:
+        """Whether ``n_samples`` transitions are stored (stable-baselines v2's check before a sample)."""
+        return self.size() >= n_samples
+
+    def _add(
         self,
         obs: np.ndarray | dict[str, np.ndarray],
         next_obs: np.ndarray | dict[str, np.ndarray],
@@ -317,140 +368,20 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
             action = np.asarray(action).reshape(n_envs, self.action_dim)
         if type(reward) is not np.ndarray or reward.shape != (n_envs,):
             reward = np.asarray(reward, dtype=np.float32).reshape(n_envs)
-        if self.flat:
-            obs, next_obs = self._as_dict(obs), self._as_dict(next_obs)
+        observation, next_observation = self._as_dict(obs), self._as_dict(next_obs)
         first = self._awaiting_first_add
         if first:
-            self._first_add(obs, next_obs, infos)
+            self._first_add(observation, next_observation, infos)
         if self._copy_infos:
             infos = copy.deepcopy(infos)
-        self._staged.append((obs, next_obs, action, reward, terminated, truncated, done, infos))
-        if first or len(self._staged) >= self._stage_limit:
-            self.flush()
-
-    def flush(self) -> None:
-        """Write the staged steps to the storage: one vectorized write for a chunk, single writes for a few.
-
-        Every method that reads the storage calls it first; call it before reading ``replay`` directly.
-        """
-        staged, self._staged = self._staged, []
-        if not staged:
-            return
-        keep_infos = self.replay.storage.stores_infos
-        if len(staged) < _SINGLE_WRITES_BELOW:
-            for obs, next_obs, action, reward, terminated, truncated, done, infos in staged:
-                self._close_episodes_left(obs)
-                step = {"action": action, "reward": reward, "terminated": terminated, "truncated": truncated}
-                self.replay.add(obs, next_obs, step, done, infos if keep_infos else None)
-                self._pending_next = next_obs
-            return
-        observations, next_observations, actions, rewards, terminated, truncated, dones, infos = zip(
-            *staged, strict=True
-        )
-        self._close_episodes_left(observations[0])
-        stacked = {key: _stacked([observation[key] for observation in observations]) for key in self.keys}
-        stacked_next = {
-            key: _stacked([observation[key] for observation in next_observations]) for key in self.keys
-        }
-        ends = _stacked(dones)
-        # A step inside an episode starts from the previous step's next observation; one that does not was
-        # taken after a reset the buffer was not told of: the episode ended with the step before it.
-        left = np.zeros(ends[:-1].shape, dtype=bool)
-        for key in self.keys:
-            differ = stacked[key][1:] != stacked_next[key][:-1]
-            left |= differ.reshape(*left.shape, -1).any(axis=2)
-        ends[:-1] |= left
-        self.replay.add_steps(
-            stacked,
-            stacked_next,
-            {
-                "action": _stacked(actions),
-                "reward": _stacked(rewards),
-                "terminated": _stacked(terminated),
-                "truncated": _stacked(truncated),
-            },
-            ends,
-            infos if keep_infos else None,
-        )
-        self._pending_next = next_observations[-1]
-
-    def _close_episodes_left(self, observation: dict[str, np.ndarray]) -> None:
-        """Close the episodes in progress whose env did not go on from their last next observation.
-
-        SB3's ``learn(reset_num_timesteps=True)`` resets the env without telling the buffer: the first step
-        after it starts from the reset observation, and the episode in progress must end before it, or the
-        buffer would glue two episodes together (a goal from one relabeling the other). Loading a buffer
-        with ``truncate_last_traj=False`` and going on in the same episode passes this test.
-        """
-        pending = self._pending_next
-        if pending is None:
-            return
-        differ = np.zeros(self.n_envs, dtype=bool)
-        for key in self.keys:
-            differ |= (observation[key] != pending[key]).reshape(self.n_envs, -1).any(axis=1)
-        if differ.any():
-            for column in np.flatnonzero(differ & (self.replay.storage.open_start >= 0)).tolist():
-                self.replay.end_episode(column)
-
-    def _first_add(self, obs: Any, next_obs: Any, infos: list[dict[str, Any]]) -> None:
-        """Find out, on the first step's real data, whether ``compute_reward`` reads infos; keep them if so
-        (and, when it cannot tell yet, until the first sample tells)."""
-        self._awaiting_first_add = False
-        if self._infos_read is not None or self.goal_functions is None:
-            reads = self._infos_read
-        else:
-            observation, next_observation = self._as_dict(obs), self._as_dict(next_obs)
-            reads = reads_infos(
-                self.goal_functions.compute_reward,
-                next_observation["achieved_goal"],
-                observation["desired_goal"],
-                infos,
-            )
-        self._check_infos_kept(reads)
-        self._infos_read = reads
-        if self.store_infos is None:
-            self.replay.storage.store_infos(reads is not False)
-        self._copy_infos = self.copy_info_dict and self.stores_infos
-
-    def _check_infos_kept(self, reads: bool | None) -> None:
-        if reads and self.store_infos is False:
-            raise ValueError(
-                "compute_reward reads the info dicts, but this buffer was built with store_infos=False: "
-                "relabeled rewards would be computed without them. Pass store_infos=True (or None: keep them "
-                "when compute_reward reads them)."
-            )
+        step = (observation, next_observation, action, reward, terminated, truncated, done, infos)
+        self._stage(step, write_now=first)
 
     def _as_dict(self, obs: np.ndarray | dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if isinstance(obs, dict):
             return obs
         assert self.layout is not None
         return self.layout.unflatten(obs)
-
-    def end_open_episodes(self) -> None:
-        """Close every episode in progress (the env was reset, e.g. at the start of a new ``learn``)."""
-        self.flush()
-        for column in range(self.n_envs):
-            self.replay.end_episode(column)
-
-    def has_open_episodes(self) -> bool:
-        """Whether an episode is in progress in some env (it continues with the next ``add``)."""
-        self.flush()
-        return bool((self.replay.storage.open_start >= 0).any())
-
-    def truncate_last_trajectory(self) -> None:
-        """Close the episodes in progress, as SB3's ``load_replay_buffer(truncate_last_traj=True)`` asks.
-
-        Warns when there is one, as SB3 does: training that goes on in the same episode should load with
-        ``truncate_last_traj=False``, and the episode then continues with the next ``add``.
-        """
-        if self.has_open_episodes():
-            warnings.warn(
-                "The last trajectory in the replay buffer will be truncated. If you are in the same episode "
-                "as when the replay buffer was saved, load it with truncate_last_traj=False to go on with it.",
-                UserWarning,
-                stacklevel=2,
-            )
-        self.end_open_episodes()
 
     def size(self) -> int:
         """Transitions that can be sampled."""
@@ -486,7 +417,7 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
         weights = batch.get("weights")
         return HindsightBatch(
             self.to_samples(batch, env),
-            None if weights is None else self._tensor(weights),
+            None if weights is None else to_tensor(weights, self.device),
             batch["indexes"],
         )
 
@@ -503,66 +434,12 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
             self.set_env(self.env)
             batch = self.replay.sample(batch_size, beta=beta)
         self._first_sample_done = True
-        if self._infos_read is None:
-            reads = reads_infos(
-                self.goal_functions.compute_reward,
-                batch["next_achieved_goal"],
-                batch["desired_goal"],
-                batch.get("infos"),
-            )
-            self._check_infos_kept(reads)
-            self._infos_read = reads is not False
-            if self.store_infos is None and not self._infos_read:
-                self.replay.storage.store_infos(False)
-                batch.pop("infos", None)
+        self._settle_infos(batch)
         return batch
 
     def to_samples(self, batch: dict[str, np.ndarray], env: VecNormalize | None = None) -> Samples:
-        """Turn a core batch into SB3 samples: normalize, flatten when the policy is flat, to tensors.
-
-        The batch's arrays are new (the core never hands out views of its storage), so on the CPU they
-        become tensors without a copy.
-        """
-        keys = self.keys
-        observations = {key: batch[key] for key in keys}
-        next_observations = {key: batch["next_" + key] for key in keys}
-        rewards = batch["reward"].reshape(-1, 1)
-        if env is not None:
-            observations = self._normalize_obs(observations, env)  # type: ignore[assignment]
-            next_observations = self._normalize_obs(next_observations, env)  # type: ignore[assignment]
-            rewards = self._normalize_reward(rewards, env)
-        dones = batch["terminated"].astype(np.float32).reshape(-1, 1)
-        tensor = self._tensor
-        # n-step samples: gamma ** steps of each, which SB3's train() uses in place of gamma.
-        discounts = tensor(batch["discounts"].reshape(-1, 1)) if "discounts" in batch else None
-        if self.flat:
-            assert self.layout is not None
-            return ReplayBufferSamples(
-                observations=tensor(self.layout.flatten(observations)),
-                actions=tensor(batch["action"]),
-                next_observations=tensor(self.layout.flatten(next_observations)),
-                dones=tensor(dones),
-                rewards=tensor(rewards),
-                discounts=discounts,
-            )
-        return DictReplayBufferSamples(
-            observations=self._tensors(observations),
-            actions=tensor(batch["action"]),
-            next_observations=self._tensors(next_observations),
-            dones=tensor(dones),
-            rewards=tensor(rewards),
-            discounts=discounts,
-        )
-
-    def _tensor(self, array: np.ndarray) -> th.Tensor:
-        if self.device.type == "cpu":
-            return th.from_numpy(array)
-        return th.as_tensor(array, device=self.device)
-
-    def _tensors(self, arrays: dict[str, np.ndarray]) -> dict[str, th.Tensor]:
-        if self.device.type == "cpu":
-            return {key: th.from_numpy(value) for key, value in arrays.items()}
-        return {key: th.as_tensor(value, device=self.device) for key, value in arrays.items()}
+        """Turn a core batch into SB3 samples: normalize, flatten when the policy is flat, to tensors."""
+        return to_samples(batch, self.keys, self.device, self.layout if self.flat else None, env)
 
     def update_priorities(self, indexes: np.ndarray, priorities: np.ndarray) -> None:
         """Set priorities of sampled slots (prioritized replay); see :meth:`HindsightReplay.update_priorities`."""
@@ -570,25 +447,3 @@ class HindsightExperienceReplayWrapper(StableBaselinesHerReplayBuffer):
 
     def _get_samples(self, batch_inds: np.ndarray, env: VecNormalize | None = None) -> Samples:  # type: ignore[override]
         raise NotImplementedError("Hindsight relabeling draws its own rows: call sample(batch_size, env).")
-
-
-def _stacked(arrays: Any) -> np.ndarray:
-    """``np.stack`` of arrays of one shape, through one ``np.concatenate`` (several times faster)."""
-    return np.concatenate(arrays).reshape(len(arrays), *np.shape(arrays[0]))
-
-
-def layout_space(layout: GoalObservationLayout) -> spaces.Dict:
-    """The dict observation space a flat layout was made from (bounds aside)."""
-    parts: dict[str, spaces.Space] = {}
-    for key in layout.keys:
-        if key.kind == "discrete":
-            parts[key.name] = spaces.Discrete(key.size, start=key.discrete_start)
-        else:
-            parts[key.name] = spaces.Box(-np.inf, np.inf, key.shape, dtype=np.dtype(key.dtype))
-    return spaces.Dict(parts)
-
-
-def _storage_dtype(space: spaces.Space) -> np.dtype:
-    """Store float64 observations as float32 (what the policy computes in), other dtypes as they are."""
-    dtype = np.dtype(space.dtype) if space.dtype is not None else np.dtype(np.float32)
-    return np.dtype(np.float32) if dtype == np.float64 else dtype

@@ -1,7 +1,7 @@
 """Options of HER's learner updates and exploration, from the HER paper's DDPG and its successors.
 
 Each is off by default; setting any of them makes HER train its learner with the weighted train step of
-:mod:`her_wrap.sb3.weighted` (uniform batches when neither LaBER nor PER is asked for), which applies them.
+:mod:`her_wrap.sb3.train_steps` (uniform batches when neither LaBER nor PER is asked for), which applies them.
 Importing this module imports neither torch nor stable-baselines3.
 """
 

@@ -1,0 +1,49 @@
+"""Exploration with uniformly random actions (the HER paper's DDPG explores this way besides its noise).
+
+:class:`RandomActionExploration` is mixed into a learner class (by
+:func:`~her_wrap.sb3.learner_mixin.weighted_learner_class`): at each exploration step, each env's action is
+replaced, with probability :attr:`~her_wrap.sb3.update_options.UpdateOptions.random_action_prob`, by one
+drawn uniformly from the action space.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from her_wrap.sb3.update_options import UpdateOptions
+
+
+class RandomActionExploration:
+    """Makes a continuous-action learner's exploration take uniformly random actions now and then.
+
+    The learner's own ``_sample_action`` (policy, action noise, ``learning_starts``) picks the actions
+    first; then each env's action is replaced with probability ``update_options.random_action_prob``. The
+    draws come from a generator seeded with the learner's ``seed``, so a seeded run repeats.
+    """
+
+    update_options: UpdateOptions = UpdateOptions()
+    _random_action_rng: np.random.Generator | None = None
+
+    def _sample_action(
+        self, learning_starts: int, action_noise: Any = None, n_envs: int = 1
+    ) -> tuple[np.ndarray, np.ndarray]:
+        actions, buffer_actions = super()._sample_action(learning_starts, action_noise, n_envs)  # type: ignore[misc]
+        probability = self.update_options.random_action_prob
+        if probability > 0:
+            if self._random_action_rng is None:
+                self._random_action_rng = np.random.default_rng(self.seed)  # type: ignore[attr-defined]
+            rng = self._random_action_rng
+            replaced = rng.random(n_envs) < probability
+            if replaced.any():
+                # Uniform in the policy's [-1, 1] scale (what the buffer stores), then in the env's bounds.
+                random_scaled = rng.uniform(-1.0, 1.0, size=(int(replaced.sum()), *buffer_actions.shape[1:]))
+                buffer_actions = buffer_actions.copy()
+                buffer_actions[replaced] = random_scaled.astype(buffer_actions.dtype)
+                actions = self.policy.unscale_action(buffer_actions)  # type: ignore[attr-defined]
+        return actions, buffer_actions
+
+    def _excluded_save_params(self) -> list[str]:
+        # The generator is seeded again after a load: never pickle it into the model zip.
+        return [*super()._excluded_save_params(), "_random_action_rng"]  # type: ignore[misc]

@@ -1,0 +1,175 @@
+"""Writing SB3's one-step ``add`` calls to the hindsight storage in chunks, episode bounds included.
+
+A stable-baselines3 learner calls ``add`` once per env step. :class:`StagedStepWriter` keeps those steps
+and writes them in one vectorized :meth:`~her_wrap.core.replay.HindsightReplay.add_steps` call per chunk
+(single writes for a few), and finds where an episode ended without a ``done``: a step that does not start
+from the previous step's next observation came after a reset the buffer was not told of.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from her_wrap.core.replay import HindsightReplay
+from her_wrap.core.storage import FieldSpec
+
+# Fewer staged steps than this are written one by one: a vectorized chunk has a fixed cost of a few
+# single writes.
+_SINGLE_WRITES_BELOW = 8
+
+# A staged step: obs, next_obs, action, reward, terminated, truncated, done, infos.
+StagedStep = tuple[Any, ...]
+
+
+class StagedStepWriter:
+    """The writing side of :class:`~her_wrap.sb3.replay_wrapper.HindsightExperienceReplayWrapper`.
+
+    The class that mixes it in sets :attr:`replay`, :attr:`keys` and :attr:`n_envs`, and calls
+    :meth:`_start_staging` before the first step.
+    """
+
+    replay: HindsightReplay
+    keys: tuple[str, ...]
+    n_envs: int
+
+    def _start_staging(self) -> None:
+        self._staged: list[StagedStep] = []
+        # The next observation of the last step written: where an episode in progress goes on from.
+        self._pending_next: dict[str, np.ndarray] | None = None
+        # Chunks of this many add calls are written at once; a sample writes what is staged before it.
+        self._stage_limit = 256
+
+    def _stage(self, step: StagedStep, write_now: bool = False) -> None:
+        """Keep one step of every env (its arrays are not copied); write the chunk when it is full."""
+        self._staged.append(step)
+        if write_now or len(self._staged) >= self._stage_limit:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the staged steps to the storage: one vectorized write for a chunk, single writes for a few.
+
+        Every method that reads the storage calls it first; call it before reading ``replay`` directly.
+        """
+        staged, self._staged = self._staged, []
+        if not staged:
+            return
+        keep_infos = self.replay.storage.stores_infos
+        if len(staged) < _SINGLE_WRITES_BELOW:
+            for obs, next_obs, action, reward, terminated, truncated, done, infos in staged:
+                self._close_episodes_left(obs)
+                step = {"action": action, "reward": reward, "terminated": terminated, "truncated": truncated}
+                self.replay.add(obs, next_obs, step, done, infos if keep_infos else None)
+                self._pending_next = next_obs
+            return
+        observations, next_observations, actions, rewards, terminated, truncated, dones, infos = zip(
+            *staged, strict=True
+        )
+        self._close_episodes_left(observations[0])
+        stacked = {
+            key: stacked_arrays([observation[key] for observation in observations]) for key in self.keys
+        }
+        stacked_next = {
+            key: stacked_arrays([observation[key] for observation in next_observations]) for key in self.keys
+        }
+        ends = stacked_arrays(dones)
+        # A step inside an episode starts from the previous step's next observation; one that does not was
+        # taken after a reset the buffer was not told of: the episode ended with the step before it.
+        left = np.zeros(ends[:-1].shape, dtype=bool)
+        for key in self.keys:
+            differ = stacked[key][1:] != stacked_next[key][:-1]
+            left |= differ.reshape(*left.shape, -1).any(axis=2)
+        ends[:-1] |= left
+        self.replay.add_steps(
+            stacked,
+            stacked_next,
+            {
+                "action": stacked_arrays(actions),
+                "reward": stacked_arrays(rewards),
+                "terminated": stacked_arrays(terminated),
+                "truncated": stacked_arrays(truncated),
+            },
+            ends,
+            infos if keep_infos else None,
+        )
+        self._pending_next = next_observations[-1]
+
+    def _close_episodes_left(self, observation: dict[str, np.ndarray]) -> None:
+        """Close the episodes in progress whose env did not go on from their last next observation.
+
+        SB3's ``learn(reset_num_timesteps=True)`` resets the env without telling the buffer: the first step
+        after it starts from the reset observation, and the episode in progress must end before it, or the
+        buffer would glue two episodes together (a goal from one relabeling the other). Loading a buffer
+        with ``truncate_last_traj=False`` and going on in the same episode passes this test.
+        """
+        pending = self._pending_next
+        if pending is None:
+            return
+        differ = np.zeros(self.n_envs, dtype=bool)
+        for key in self.keys:
+            differ |= (observation[key] != pending[key]).reshape(self.n_envs, -1).any(axis=1)
+        if differ.any():
+            for column in np.flatnonzero(differ & (self.replay.storage.open_start >= 0)).tolist():
+                self.replay.end_episode(column)
+
+    def end_open_episodes(self) -> None:
+        """Close every episode in progress (the env was reset, e.g. at the start of a new ``learn``)."""
+        self.flush()
+        for column in range(self.n_envs):
+            self.replay.end_episode(column)
+
+    def has_open_episodes(self) -> bool:
+        """Whether an episode is in progress in some env (it continues with the next ``add``)."""
+        self.flush()
+        return bool((self.replay.storage.open_start >= 0).any())
+
+    def truncate_last_trajectory(self) -> None:
+        """Close the episodes in progress, as SB3's ``load_replay_buffer(truncate_last_traj=True)`` asks.
+
+        Warns when there is one, as SB3 does: training that goes on in the same episode should load with
+        ``truncate_last_traj=False``, and the episode then continues with the next ``add``.
+        """
+        if self.has_open_episodes():
+            warnings.warn(
+                "The last trajectory in the replay buffer will be truncated. If you are in the same episode "
+                "as when the replay buffer was saved, load it with truncate_last_traj=False to go on with it.",
+                UserWarning,
+                stacklevel=2,
+            )
+        self.end_open_episodes()
+
+
+def storage_fields(
+    dict_space: spaces.Dict, action_space: spaces.Space, action_dim: int
+) -> tuple[dict[str, FieldSpec], dict[str, FieldSpec]]:
+    """What each storage row holds: one field per observation key, and the step's action, reward and flags.
+
+    float64 observations and actions are stored as float32 (what the policy computes in), other dtypes
+    as they are.
+
+    :return: the observation fields and the step fields of :class:`~her_wrap.core.replay.HindsightReplay`
+    """
+    observation_fields = {
+        name: FieldSpec(space.shape or (), _storage_dtype(space.dtype))
+        for name, space in dict_space.spaces.items()
+    }
+    step_fields = {
+        "action": FieldSpec((action_dim,), _storage_dtype(action_space.dtype)),
+        "reward": FieldSpec((), np.float32),
+        "terminated": FieldSpec((), np.bool_),
+        "truncated": FieldSpec((), np.bool_),
+    }
+    return observation_fields, step_fields
+
+
+def _storage_dtype(dtype: Any) -> np.dtype:
+    dtype = np.dtype(dtype) if dtype is not None else np.dtype(np.float32)
+    return np.dtype(np.float32) if dtype == np.float64 else dtype
+
+
+def stacked_arrays(arrays: Any) -> np.ndarray:
+    """``np.stack`` of arrays of one shape, through one ``np.concatenate`` (several times faster)."""
+    return np.concatenate(arrays).reshape(len(arrays), *np.shape(arrays[0]))
