@@ -6,7 +6,7 @@ its budget, or write it to a file. Besides the markers, commands are run this wa
 
 - ``her-wrap SUBCOMMAND ...`` runs in this process with tiny budgets appended (the last value of an
   option wins): ``train`` and ``optimize`` for 200 env steps with one-episode evaluations, ``enjoy`` for
-  one episode.
+  one episode; a ``train -i`` that resumes a run goes on to 400 env steps.
 - ``make TARGET``: TARGET must be a target of the Makefile (they set up a virtualenv and run for minutes).
 - ``python scripts/NAME.py ...`` reproduces a published measurement (minutes to hours): the script must
   exist and define every ``--option`` the command gives.
@@ -34,12 +34,16 @@ TINY_BUDGETS = {
     "optimize": ["-n", "200", "--n-trials", "1", "--n-evaluations", "1", "--eval-episodes", "1"],
     "enjoy": ["-n", "1"],
 }
+RESUMED_STEPS = "400"
 
 
 def run_her_wrap(argv: list[str], where: str) -> None:
     from her_wrap.runs.cli import main
 
-    full = [*argv[1:], *TINY_BUDGETS.get(argv[1], [])]
+    budget = TINY_BUDGETS.get(argv[1], [])
+    if argv[1] == "train" and {"-i", "--trained-agent"} & set(argv):
+        budget = [*budget, "-n", RESUMED_STEPS]  # a resumed run trains on past what it has done
+    full = [*argv[1:], *budget]
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
         status = main(full)
@@ -136,7 +140,9 @@ def test_page_examples_run(page: Path, page_folder: Path) -> None:
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(REPO)))
 def test_every_skipped_block_says_why(page: Path) -> None:
-    assert [block.where for block in fenced_blocks(page) if block.skip is not None and len(block.skip) < 10] == []
+    assert [
+        block.where for block in fenced_blocks(page) if block.skip is not None and len(block.skip) < 10
+    ] == []
 
 
 def test_a_replacement_missing_from_its_block_is_an_error(tmp_path: Path) -> None:
