@@ -24,7 +24,7 @@ from her_wrap.core import (
 __version__ = "0.1.0"
 
 _LAZY = {
-    "HindsightReplayBuffer": "her_wrap.core.standalone",
+    "HindsightReplayBuffer": "her_wrap.core.hindsight_replay_buffer",
     "BitFlippingEnv": "her_wrap.envs",
     "HERGoalEnvWrapper": "her_wrap.envs",
     "HER": "her_wrap.sb3",

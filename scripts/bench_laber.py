@@ -29,8 +29,8 @@ import numpy as np
 import torch
 
 from her_wrap import HER, BitFlippingEnv
-from her_wrap.sb3.evaluation import success_rate
-from her_wrap.sb3.presets import BIT_FLIPPING_DQN
+from her_wrap.runs.callbacks import SuccessEvalCallback
+from her_wrap.runs.presets import BIT_FLIPPING_DQN
 
 METHODS: dict[str, dict[str, Any]] = {
     "uniform": {},
@@ -111,16 +111,19 @@ def run_one(
     model = HER(policy, make_env(), learner, n_sampled_goal=4, seed=seed, **settings, **METHODS[method])
     timer = TrainTimer(model.model)
     eval_env = make_env()
+    eval_env.reset(seed=10_000 + seed)
     run = Run(method, seed)
+
+    def report(result: Any) -> bool:
+        print(f"  {method:<10} seed {seed} {model.num_timesteps:>8} steps: success {result.success_rate:.2f}")
+        return True
+
+    evaluation = SuccessEvalCallback(
+        model, eval_env, eval_freq=eval_every, n_eval_episodes=episodes, after_evaluation=report, verbose=0
+    )
     start = time.perf_counter()
-    while model.num_timesteps < timesteps:
-        model.learn(eval_every, reset_num_timesteps=False)
-        run.steps.append(model.num_timesteps)
-        run.success.append(success_rate(model, eval_env, episodes, seed=10_000 + seed + model.num_timesteps))
-        print(
-            f"  {method:<10} seed {seed} {model.num_timesteps:>8} steps: success {run.success[-1]:.2f}",
-            flush=True,
-        )
+    model.learn(timesteps, callback=evaluation)
+    run.steps, run.success, _ = evaluation.curve()
     run.wall_seconds = time.perf_counter() - start
     run.train_seconds = timer.seconds
     run.updates = int(model.model._n_updates)

@@ -2,7 +2,7 @@
 
 Comparison (the default): for every ``n`` in ``--bits`` and every seed, both implementations train on
 ``BitFlippingEnv(n_bits=n)`` (a random goal every episode) for the same ``--timesteps`` with identical
-hyperparameters (the ``--preset`` from :mod:`her_wrap.sb3.presets`, the HER paper's setup by default),
+hyperparameters (the ``--preset`` from :mod:`her_wrap.runs.presets`, the HER paper's setup by default),
 the same ``MultiInputPolicy`` network, the same seed, ``future`` goals with ``k = 4``. Measured per run:
 
 - wall-clock and CPU seconds of ``learn`` per 10k env steps (CPU time of this process: on a shared
@@ -37,14 +37,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from her_wrap.runs.doc_sections import machine_note as machine_note_of
+from her_wrap.runs.doc_sections import write_section as write_doc_section
 
 EVAL_SEED = (
     10_000  # evaluation episodes start from EVAL_SEED + seed: the same episodes for both implementations
@@ -59,7 +59,7 @@ WALL_RATIO_TARGET = 0.8
 def _learner_kwargs(preset: str) -> dict[str, Any]:
     import copy
 
-    from her_wrap.sb3 import presets
+    from her_wrap.runs import presets
 
     return copy.deepcopy(getattr(presets, preset))
 
@@ -168,50 +168,43 @@ def run_headline_worker(
     import torch
 
     torch.set_num_threads(1)
-    from stable_baselines3.common.callbacks import BaseCallback
-
     from her_wrap import BitFlippingEnv
+    from her_wrap.runs.callbacks import SuccessEvalCallback
     from her_wrap.sb3.evaluation import success_rate
 
     model, learner = build_model("her_wrap", n_bits, seed, preset, n_envs)
     eval_env = BitFlippingEnv(n_bits=n_bits)
+    eval_env.reset(seed=EVAL_SEED)
     curve: list[dict[str, float]] = []
     wall, cpu = time.perf_counter(), time.process_time()
 
-    class Evaluate(BaseCallback):
-        """Greedy success on fresh episodes every ``eval_every`` env steps (its time is not training time)."""
+    def record_point(result: Any) -> bool:
+        steps, _, seconds = evaluation.curve()
+        curve.append(
+            {
+                "timesteps": steps[-1],
+                "success": result.success_rate,
+                "seconds": seconds[-1],
+                "cpu_seconds": time.process_time() - cpu,
+            }
+        )
+        print(
+            f"  {steps[-1]:>9,} steps: greedy success {result.success_rate:.2f} ({seconds[-1]:.0f} s training)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return full_budget or result.success_rate < HEADLINE_TARGET
 
-        def __init__(self) -> None:
-            super().__init__()
-            self.next_eval = eval_every
-            self.eval_seconds = 0.0
-
-        def _on_step(self) -> bool:
-            if self.num_timesteps < self.next_eval:
-                return True
-            self.next_eval += eval_every
-            eval_start = time.perf_counter()
-            success = success_rate(model, eval_env, eval_episodes, seed=EVAL_SEED + self.num_timesteps)
-            self.eval_seconds += time.perf_counter() - eval_start
-            curve.append(
-                {
-                    "timesteps": self.num_timesteps,
-                    "success": success,
-                    "seconds": time.perf_counter() - wall - self.eval_seconds,
-                    "cpu_seconds": time.process_time() - cpu,
-                }
-            )
-            print(
-                f"  {self.num_timesteps:>9,} steps: greedy success {success:.2f} "
-                f"({curve[-1]['seconds']:.0f} s training)",
-                file=sys.stderr,
-                flush=True,
-            )
-            return full_budget or success < HEADLINE_TARGET
-
-    callback = Evaluate()
-    model.learn(timesteps, callback=callback)
-    seconds = time.perf_counter() - wall - callback.eval_seconds
+    evaluation = SuccessEvalCallback(
+        model,
+        eval_env,
+        eval_freq=eval_every,
+        n_eval_episodes=eval_episodes,
+        after_evaluation=record_point,
+        verbose=0,
+    )
+    model.learn(timesteps, callback=evaluation)
+    seconds = time.perf_counter() - wall - evaluation.evaluation_seconds
     reached = next((point for point in curve if point["success"] >= HEADLINE_TARGET), None)
     final = success_rate(model, eval_env, 200, seed=EVAL_SEED + 1)
     return {
@@ -244,22 +237,7 @@ def _run_worker(arguments: list[str]) -> dict[str, Any] | None:
 
 # ---------------------------------------------------------------------------------------- reports
 def machine_note() -> str:
-    import numpy
-    import stable_baselines3
-    import torch
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            cpu = next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    load = " / ".join(f"{value:.1f}" for value in os.getloadavg())
-    return (
-        f"Machine: {cpu}, {os.cpu_count()} CPUs shared with other jobs (load average {load} at the end of the "
-        f"run), one torch thread per run; Python {platform.python_version()}, torch {torch.__version__}, "
-        f"stable-baselines3 {stable_baselines3.__version__}, numpy {numpy.__version__}."
-    )
+    return machine_note_of(("torch", "stable_baselines3", "numpy"), threads="one torch thread per run")
 
 
 def _mean(values: list[float]) -> float:
@@ -410,28 +388,18 @@ def headline_lines(result: dict[str, Any], budget: int) -> list[str]:
 def write_section(path: Path, section: str, body: list[str]) -> None:
     """Replace one section of the markdown page (between its markers), keeping the others; a section the
     page does not have yet goes at its end."""
-    begin, end = f"<!-- {section}: begin -->", f"<!-- {section}: end -->"
-    text = path.read_text() if path.exists() else ""
-    if not text:
-        text = "\n".join(
-            [
-                "# Learning benchmark: bit flipping",
-                "",
-                "Written by `scripts/bench_learning.py` (see its docstring for what is measured); rerun it to "
-                "refresh a section.",
-                "",
-                *(f"<!-- {name}: begin -->\n<!-- {name}: end -->\n" for name in SECTIONS),
-            ]
-        )
-    if begin not in text:
-        text = text.rstrip() + f"\n\n{begin}\n{end}\n"
-    text = re.sub(
-        re.escape(begin) + ".*?" + re.escape(end),
-        lambda _: "\n".join([begin, *body, end]),
-        text,
-        flags=re.DOTALL,
+    new_page = "\n".join(
+        [
+            "# Learning benchmark: bit flipping",
+            "",
+            "Written by `scripts/bench_learning.py` (see its docstring for what is measured); rerun it to "
+            "refresh a section.",
+            "",
+            *(f"<!-- {name}: begin -->\n<!-- {name}: end -->\n" for name in SECTIONS),
+        ]
     )
-    path.write_text(text)
+    begin, end = f"<!-- {section}: begin -->", f"<!-- {section}: end -->"
+    write_doc_section(path, begin, end, "\n".join(body), new_page=new_page)
 
 
 # ---------------------------------------------------------------------------------------- modes
@@ -570,7 +538,7 @@ def main(argv: list[str] | None = None) -> None:
         "--seeds", type=int, nargs="+", default=[0], help="seeds (the headline uses the first)"
     )
     parser.add_argument(
-        "--preset", default="BIT_FLIPPING_DQN", help="learner kwargs from her_wrap.sb3.presets"
+        "--preset", default="BIT_FLIPPING_DQN", help="learner kwargs from her_wrap.runs.presets"
     )
     parser.add_argument(
         "--eval-episodes", type=int, default=200, help="fresh episodes of the final evaluation"
@@ -594,7 +562,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(raw)
     if args.n_envs is None:
-        from her_wrap.sb3 import presets
+        from her_wrap.runs import presets
 
         preset = args.headline_preset if args.headline else args.preset
         args.n_envs = getattr(presets, preset + "_N_ENVS", 1)

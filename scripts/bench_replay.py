@@ -35,8 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -47,6 +45,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from her_wrap.runs.doc_sections import machine_note
 
 OBS_DIM, GOAL_DIM, ACTION_DIM = 25, 3, 4
 STATE_DIM = OBS_DIM + GOAL_DIM  # cpprb-style state: the observation with the achieved goal appended
@@ -185,10 +185,10 @@ def step_infos(step: DictStep) -> list[dict[str, Any]]:
 
 
 def build_her_wrap_core(capacity: int, *, store_infos: bool) -> tuple:
+    from her_wrap.core.goal_selection import GoalSelectionStrategy
     from her_wrap.core.replay import HindsightReplay
     from her_wrap.core.settings import HindsightSettings
     from her_wrap.core.storage import FieldSpec
-    from her_wrap.core.strategies import GoalSelectionStrategy
 
     n_episodes = math.ceil(capacity / EPISODE_LEN)
     replay = HindsightReplay(
@@ -338,7 +338,7 @@ def build_cpprb(capacity: int, *, prioritized: bool) -> tuple:
 
 
 def build_her_wrap_standalone(capacity: int, *, prioritized: bool) -> tuple:
-    from her_wrap.core.standalone import HindsightReplayBuffer
+    from her_wrap.core.hindsight_replay_buffer import HindsightReplayBuffer
 
     buffer = HindsightReplayBuffer(
         capacity,
@@ -483,20 +483,6 @@ def render_targets(results: dict[tuple[int, str], Result]) -> list[str]:
     return lines
 
 
-def machine_note() -> str:
-    load = os.getloadavg()
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            cpu = next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return (
-        f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, numpy {np.__version__}; "
-        f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end of the run"
-    )
-
-
 def run_in_subprocess(name: str, capacity: int, args: argparse.Namespace) -> Result | None:
     worker = [sys.executable, __file__, "--worker", name, "--capacities", str(capacity)]
     worker += [
@@ -620,7 +606,7 @@ def render_markdown(command: str, header: list[str], tables: list[str]) -> str:
             "(`copy_info_dict=False`); her_wrap's keeps none either, since this compute_reward never reads them. "
             "cpprb stores k + 1 rows per real transition, so it is built with capacity * (k + 1) rows.",
             "",
-            f"Machine: {machine_note()}.",
+            machine_note(("numpy",)),
             "",
         ]
     )

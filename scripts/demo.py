@@ -17,8 +17,9 @@ import torch
 from stable_baselines3 import DQN
 
 from her_wrap import HER, BitFlippingEnv
+from her_wrap.runs.callbacks import SuccessEvalCallback
+from her_wrap.runs.presets import BIT_FLIPPING_DQN
 from her_wrap.sb3.evaluation import success_rate
-from her_wrap.sb3.presets import BIT_FLIPPING_DQN
 
 
 def main() -> None:
@@ -43,12 +44,10 @@ def main() -> None:
         **BIT_FLIPPING_DQN,
     )
     eval_env = BitFlippingEnv(n_bits=args.n_bits)
-    steps, successes = [0], [success_rate(model, eval_env, 50, seed=args.seed + 1)]
-    while model.num_timesteps < args.timesteps:
-        model.learn(args.eval_every, reset_num_timesteps=False, progress_bar=True)
-        steps.append(model.num_timesteps)
-        successes.append(success_rate(model, eval_env, 50))
-        print(f"{model.num_timesteps:>7} steps: greedy success {successes[-1]:.2f}", flush=True)
+    eval_env.reset(seed=args.seed + 1)
+    evaluation = SuccessEvalCallback(model, eval_env, eval_freq=args.eval_every, n_eval_episodes=50)
+    model.learn(args.timesteps, callback=evaluation, progress_bar=True)
+    steps, successes, _ = evaluation.curve()
 
     final = success_rate(model, BitFlippingEnv(n_bits=args.n_bits), 200, seed=args.seed + 1000)
     print(f"Greedy success on 200 fresh {args.n_bits}-bit episodes: {final:.3f}")

@@ -30,8 +30,8 @@ from core_trajectories import (
 )
 from scipy import stats
 
+from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.core.replay import HindsightReplay
-from her_wrap.core.strategies import GoalSelectionStrategy
 
 BATCH = 256
 ONLINE = pytest.mark.parametrize("online", [True, False], ids=["online", "offline"])

@@ -25,7 +25,7 @@ from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy as StableBaselinesStrategy
 
-from her_wrap.core.strategies import GoalSelectionStrategy
+from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.sb3 import HerReplayBuffer, HindsightExperienceReplayWrapper
 
 TINY = {"learning_starts": 100, "batch_size": 32, "policy_kwargs": {"net_arch": [16]}}
@@ -437,3 +437,16 @@ def test_zoo_page_example_names_the_buffer_as_the_tested_zoo_file_does():
     (example,) = yaml.safe_load(page_block("zoo.md", "yaml")).values()
     tested = yaml.safe_load((Path(__file__).parent / "data" / "zoo_her.yml").read_text())["FetchReach-v4"]
     assert example["replay_buffer_class"] == tested["replay_buffer_class"]
+
+
+def test_the_drop_in_buffer_hands_its_raw_strategy_to_the_settings_once(monkeypatch):
+    parsed: list[object] = []
+    parse = GoalSelectionStrategy.parse.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        GoalSelectionStrategy,
+        "parse",
+        classmethod(lambda cls, value: parsed.append(value) or parse(cls, value)),
+    )
+    model = learner(SAC, bit_flipping(SAC), replay_buffer_kwargs={"goal_selection_strategy": "EPISODE"})
+    assert parsed == ["EPISODE"]
+    assert model.replay_buffer.goal_selection_strategy is GoalSelectionStrategy.EPISODE

@@ -11,7 +11,14 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from her_wrap.envs import BitFlippingEnv, check_goal_env, check_vectorized_reward, make_vectorized_reward
+from her_wrap.envs import (
+    BitFlippingEnv,
+    GoalEnvError,
+    check_goal_env,
+    check_goal_space,
+    check_vectorized_reward,
+    make_vectorized_reward,
+)
 
 
 class SpaceOnlyEnv(gymnasium.Env[Any, Any]):
@@ -162,3 +169,36 @@ def test_fallback_passes_each_row_its_own_info() -> None:
 def test_batched_reward_of_an_env_survives_pickling() -> None:
     batched = make_vectorized_reward(BitFlippingEnv(n_bits=3), ACHIEVED, DESIRED)
     assert pickle.loads(pickle.dumps(batched))(ACHIEVED, DESIRED, None).tolist() == EXPECTED_REWARDS
+
+
+# ---------------------------------------------------------------- one goal check, one error type
+
+NOT_GOAL_ENVS = {
+    "flat observations": SpaceOnlyEnv(spaces.Box(0, 1, (3,))),
+    "missing goal keys": SpaceOnlyEnv(spaces.Dict({"observation": spaces.Box(0, 1, (3,))})),
+    "goals of two shapes": SpaceOnlyEnv(goal_dict(desired_goal=spaces.Box(0, 1, (2,), np.float32))),
+    "no compute_reward": SpaceOnlyEnv(goal_dict(), with_compute_reward=False),
+}
+
+
+@pytest.mark.parametrize("env", NOT_GOAL_ENVS.values(), ids=NOT_GOAL_ENVS.keys())
+@pytest.mark.parametrize("caught_as", [GoalEnvError, TypeError, ValueError])
+def test_every_goal_check_failure_is_a_goal_env_error_that_old_except_clauses_catch(env, caught_as) -> None:
+    with pytest.raises(caught_as) as caught:
+        check_goal_env(env)
+    assert type(caught.value) is GoalEnvError
+
+
+def test_the_space_check_and_the_env_check_give_one_message() -> None:
+    flat = spaces.Box(0, 1, (3,))
+    with pytest.raises(GoalEnvError) as from_space:
+        check_goal_space(flat)
+    with pytest.raises(GoalEnvError) as from_env:
+        check_goal_env(SpaceOnlyEnv(flat))
+    assert str(from_space.value) == str(from_env.value)
+
+
+def test_the_registry_still_exports_the_space_check() -> None:
+    from her_wrap.envs import registry
+
+    assert registry.check_goal_space is check_goal_space

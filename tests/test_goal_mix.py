@@ -13,7 +13,7 @@ from core_trajectories import (
 )
 
 from her_wrap import HER, BitFlippingEnv, HindsightReplayBuffer, HindsightSettings
-from her_wrap.core.settings import GoalSource
+from her_wrap.core.goal_selection import GoalSource
 
 MULTI_EPISODE = [trajectory for trajectory in TRAJECTORIES if trajectory.name != "single_step_episode"]
 

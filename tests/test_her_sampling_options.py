@@ -51,3 +51,10 @@ def test_prioritized_training_reports_td_errors_after_every_gradient_step(tiny_l
     )
     model.learn(200)
     assert model.model._n_updates > 0 and updates == [32] * model.model._n_updates
+
+
+def test_the_sb3_batch_sources_still_expose_laber_variants_from_the_core() -> None:
+    from her_wrap.core import laber
+    from her_wrap.sb3 import sources
+
+    assert sources.LABER_VARIANTS is laber.LABER_VARIANTS

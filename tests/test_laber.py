@@ -311,3 +311,14 @@ def test_all_zero_priorities_with_eps_zero_raise_the_error_type_cpprb_raises(cpp
         cpprb_laber.LaBERmean(B, M, eps=0)(priorities=np.zeros(LARGE))
     with pytest.raises(ValueError):
         LaBERmean(B, M, eps=0, seed=0)(priorities=np.zeros(LARGE))
+
+
+def test_each_laber_variant_names_its_functor_beside_laber() -> None:
+    from her_wrap.core.laber import LABER_VARIANTS
+    from her_wrap.core.settings import LaBERVariant
+
+    assert LABER_VARIANTS == {
+        LaBERVariant.MEAN: LaBERmean,
+        LaBERVariant.LAZY: LaBERlazy,
+        LaBERVariant.MAX: LaBERmax,
+    }

@@ -17,13 +17,13 @@ from stable_baselines3 import DQN, SAC
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from her_wrap import HER, BitFlippingEnv
-from her_wrap.sb3.evaluation import success_rate
-from her_wrap.sb3.presets import (
+from her_wrap.runs.presets import (
     BIT_FLIPPING_DQN,
     BIT_FLIPPING_DQN_LARGE,
     BIT_FLIPPING_DQN_LARGE_N_ENVS,
     CONTINUOUS_BIT_FLIPPING_SAC,
 )
+from her_wrap.sb3.evaluation import success_rate
 
 EVAL_SEED = 12_345
 

@@ -171,6 +171,13 @@ def test_installed_her_wrap_train_runs_the_shipped_entry(installed_run: Path) ->
     assert (recorded["env_kwargs"], recorded["gamma"]) == (shipped["env_kwargs"], shipped["gamma"])
 
 
+def test_installed_presets_read_the_config_inside_the_package(installed: Path, tmp_path: Path) -> None:
+    probe = "from her_wrap.runs import presets; print(presets.shipped_config_path()); print(presets.BIT_FLIPPING_DQN)"
+    path, preset = run([str(installed / "python"), "-c", probe], cwd=tmp_path).stdout.strip().splitlines()
+    assert Path(path).relative_to(installed.parent).parts[-3:] == ("her_wrap", "configs", "her.yml")
+    assert "'gradient_steps': 40" in preset
+
+
 # --------------------------------------------------------------------------- the default config lookup
 
 

@@ -1,7 +1,7 @@
-"""The tuned robotics presets of ``her_wrap.sb3.presets`` are the entries of ``configs/her.yml``.
+"""The presets of ``her_wrap.runs.presets`` are the entries of ``configs/her.yml``.
 
-``configs/her.yml`` is where tuned settings live (``her-wrap train`` reads it); the presets are the same
-settings as keyword arguments of ``HER(...)`` for code and scripts. These tests keep the two equal.
+``configs/her.yml`` is where recipes live (``her-wrap train`` reads it); the presets read the same
+settings as keyword arguments of ``HER(...)`` for code and scripts, so the two cannot differ.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from gymnasium import spaces
 from stable_baselines3.common.noise import NormalActionNoise
 
 from her_wrap.core.settings import SETTING_NAMES, HindsightSettings
+from her_wrap.runs import presets
 from her_wrap.runs.config import hindsight_settings, load_run_config
 from her_wrap.runs.model_factory import learner_kwargs
-from her_wrap.sb3 import presets
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "her.yml"
 FETCH_ACTIONS = spaces.Box(-1.0, 1.0, (4,), dtype=np.float32)
@@ -77,3 +77,47 @@ def test_preset_equals_the_config_entry(preset, env_id, algo, overrides):
     assert comparable(preset_as_her_kwargs(preset)) == comparable(
         config_as_her_kwargs(env_id, algo, overrides)
     )
+
+
+def test_the_bit_flipping_preset_is_the_papers_setup_of_the_bit_flipping_entry():
+    config = load_run_config(CONFIG, "BitFlipping-v0")
+    assert presets.BIT_FLIPPING_DQN == learner_kwargs(config, None)
+    assert (presets.BIT_FLIPPING_DQN["train_freq"], presets.BIT_FLIPPING_DQN["gradient_steps"]) == (
+        (16, "episode"),
+        40,
+    )
+
+
+def test_the_50_bit_preset_is_the_bit_flipping_entry_with_its_named_changes():
+    assert presets.BIT_FLIPPING_DQN_LARGE == presets.preset(
+        "BitFlipping-v0", overrides=presets.BIT_FLIPPING_DQN_LARGE_CHANGES, hindsight=False
+    )
+    assert presets.BIT_FLIPPING_DQN_LARGE_N_ENVS == 4
+    assert presets.BIT_FLIPPING_DQN_LARGE["policy_kwargs"] == {"net_arch": [256, 256]}
+
+
+def test_presets_read_the_shipped_file_not_one_in_the_current_folder(tmp_path, monkeypatch):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "her.yml").write_text("BitFlipping-v0: {model_class: dqn, n_timesteps: 1}\n")
+    monkeypatch.chdir(tmp_path)
+    assert presets.shipped_config_path() == CONFIG
+    assert presets.preset("BitFlipping-v0", hindsight=False) == presets.BIT_FLIPPING_DQN
+
+
+def test_the_shipped_config_is_package_data_of_the_wheel():
+    tomllib = pytest.importorskip("tomllib")
+
+    pyproject = tomllib.loads((CONFIG.parents[1] / "pyproject.toml").read_text())
+    setuptools = pyproject["tool"]["setuptools"]
+    assert setuptools["package-dir"]["her_wrap.configs"] == "configs"
+    assert "*.yml" in setuptools["package-data"]["her_wrap.configs"]
+
+
+def test_the_old_module_path_warns_naming_the_new_one():
+    import her_wrap.sb3.presets as old
+
+    with pytest.warns(DeprecationWarning, match="her_wrap.runs.presets"):
+        value = old.BIT_FLIPPING_DQN
+    assert value is presets.BIT_FLIPPING_DQN
+    with pytest.raises(AttributeError):
+        _ = old.NOT_A_PRESET

@@ -21,7 +21,7 @@ from stable_baselines3.common.monitor import Monitor
 
 from her_wrap import HER
 from her_wrap.envs.registry import make_goal_env
-from her_wrap.sb3 import presets
+from her_wrap.runs import presets
 from her_wrap.sb3.evaluation import success_rate
 
 MISSING_EXTRA = "needs the robotics extra (pip install 'her_wrap[robotics]'): {} is not installed"

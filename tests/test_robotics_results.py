@@ -1,34 +1,24 @@
-"""``scripts/robotics_results.py`` records only runs of the recipe its table names.
+"""The manipulation experiments and their tables (:mod:`her_wrap.runs.experiments`, :mod:`her_wrap.runs.results`).
 
 A manipulation row must be the shipped ``configs/her.yml`` entry (or a named variant of it) run with the
 row's command; these tests build run folders as ``her-wrap train`` writes them and check which are taken.
+The tables show every seed on its own, then the median and the worst seed.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
-import sys
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from her_wrap.runs import experiments, results
 from her_wrap.runs.arguments import default_config_path
 from her_wrap.runs.config import load_run_config
+from her_wrap.runs.errors import UsageError
 from her_wrap.runs.yaml_io import write_yaml_file
 
-SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "robotics_results.py"
-
-
-@pytest.fixture(scope="module")
-def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("robotics_results", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["robotics_results"] = module  # dataclasses look their module up while being built
-    spec.loader.exec_module(module)
-    return module
+RESULTS_FILE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "robotics_results.json"
 
 
 def fake_run(
@@ -50,90 +40,165 @@ def shipped_entry(steps: int, overrides: tuple[str, ...] = ()) -> dict[str, Any]
     ).to_entry()
 
 
-def test_a_run_of_the_shipped_entry_is_taken(script: ModuleType, tmp_path: pathlib.Path) -> None:
-    task = script.ENTRY_TASKS["fetch-push-ddpg"]
-    _, args = script.check_shipped_entry(task, fake_run(tmp_path, shipped_entry(task.steps)))
+def test_a_run_of_the_shipped_entry_is_taken(tmp_path: pathlib.Path) -> None:
+    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    _, args = experiments.check_shipped_entry(task, fake_run(tmp_path, shipped_entry(task.steps)))
     assert args["seed"] == 3
 
 
-def test_a_changed_entry_is_refused_naming_the_difference(script: ModuleType, tmp_path: pathlib.Path) -> None:
-    task = script.ENTRY_TASKS["fetch-push-ddpg"]
+def test_a_changed_entry_is_refused_naming_the_difference(tmp_path: pathlib.Path) -> None:
+    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
     entry = {**shipped_entry(task.steps), "batch_size": 256}
-    with pytest.raises(SystemExit, match="differs in batch_size"):
-        script.check_shipped_entry(task, fake_run(tmp_path, entry))
+    with pytest.raises(UsageError, match="differs in batch_size"):
+        experiments.check_shipped_entry(task, fake_run(tmp_path, entry))
 
 
-def test_another_budget_or_schedule_is_refused(script: ModuleType, tmp_path: pathlib.Path) -> None:
-    task = script.ENTRY_TASKS["fetch-push-ddpg"]
-    with pytest.raises(SystemExit, match="n_timesteps is 1000"):
-        script.check_shipped_entry(task, fake_run(tmp_path / "a", shipped_entry(1000)))
-    with pytest.raises(SystemExit, match="eval_freq is 5000"):
-        script.check_shipped_entry(task, fake_run(tmp_path / "b", shipped_entry(task.steps), eval_freq=5000))
+def test_another_budget_or_schedule_is_refused(tmp_path: pathlib.Path) -> None:
+    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    with pytest.raises(UsageError, match="n_timesteps is 1000"):
+        experiments.check_shipped_entry(task, fake_run(tmp_path / "a", shipped_entry(1000)))
+    with pytest.raises(UsageError, match="eval_freq is 5000"):
+        experiments.check_shipped_entry(
+            task, fake_run(tmp_path / "b", shipped_entry(task.steps), eval_freq=5000)
+        )
 
 
-def test_a_variant_run_is_taken_only_as_that_variant(script: ModuleType, tmp_path: pathlib.Path) -> None:
-    task = script.ENTRY_TASKS["fetch-push-ddpg"]
-    assert script.VARIANTS  # the loop below is not empty
-    for variant, overrides in script.VARIANTS.items():
+def test_a_variant_run_is_taken_only_as_that_variant(tmp_path: pathlib.Path) -> None:
+    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    assert experiments.VARIANTS  # the loop below is not empty
+    for variant, overrides in experiments.VARIANTS.items():
         run_dir = fake_run(tmp_path / variant, shipped_entry(task.steps, overrides))
-        script.check_shipped_entry(task, run_dir, overrides)
-        with pytest.raises(SystemExit, match="pass the --variant it ran"):
-            script.check_shipped_entry(task, run_dir)
+        experiments.check_shipped_entry(task, run_dir, overrides)
+        with pytest.raises(UsageError, match="pass the --variant it ran"):
+            experiments.check_shipped_entry(task, run_dir)
 
 
-def test_minutes_to_a_success_level_come_from_the_first_point_reaching_it(script: ModuleType) -> None:
+@pytest.mark.parametrize("variant", sorted(experiments.VARIANTS))
+def test_every_variant_builds_a_config_that_differs_from_the_shipped_one(variant: str) -> None:
+    shipped = load_run_config(default_config_path(), "FetchPush-v4")
+    changed = load_run_config(default_config_path(), "FetchPush-v4", overrides=experiments.VARIANTS[variant])
+    assert changed != shipped
+
+
+@pytest.mark.parametrize(
+    ("variant", "read"),
+    [
+        ("envs-4", lambda config: config.n_envs == 4),
+        ("envs-8", lambda config: config.n_envs == 8),
+        ("noise-0.1", lambda config: config.noise_std == 0.1),
+        ("random-0.2", lambda config: config.her["random_action_prob"] == 0.2),
+        ("n-steps-3", lambda config: config.her["n_steps"] == 3),
+        ("wide-512", lambda config: config.learner_kwargs["policy_kwargs"]["net_arch"] == [512, 512, 512]),
+        ("n-sampled-goal-8", lambda config: config.her["n_sampled_goal"] == 8),
+    ],
+)
+def test_a_variant_changes_the_one_setting_it_names(variant: str, read: Any) -> None:
+    config = load_run_config(default_config_path(), "FetchPush-v4", overrides=experiments.VARIANTS[variant])
+    assert read(config)
+
+
+def test_an_unknown_variant_is_refused_listing_the_known_ones() -> None:
+    with pytest.raises(UsageError, match="updates-40"):
+        experiments.variant_overrides("updates-41")
+
+
+def test_minutes_to_a_success_level_come_from_the_first_point_reaching_it() -> None:
     record = {
         "curve_steps": [0, 20_000, 40_000],
         "curve_success": [0.0, 0.6, 0.95],
         "curve_seconds": [0, 60, 150],
     }
-    assert script.first_reaching(record, 0.5) == (20_000, 1.0)
-    assert script.first_reaching(record, 0.9) == (40_000, 2.5)
-    assert script.first_reaching(record, 0.99) is None
+    assert results.first_reaching(record, 0.5) == (20_000, 1.0)
+    assert results.first_reaching(record, 0.9) == (40_000, 2.5)
+    assert results.first_reaching(record, 0.99) is None
 
 
-def test_median_minutes_counts_a_seed_that_never_gets_there(script: ModuleType) -> None:
-    def curve(minutes_to_09: float | None) -> dict[str, Any]:
-        success = [0.0, 0.95] if minutes_to_09 is not None else [0.0, 0.5]
-        return {
-            "curve_steps": [0, 1],
-            "curve_success": success,
-            "curve_seconds": [0, 60 * (minutes_to_09 or 9)],
-        }
-
-    assert script._median_minutes([curve(20), curve(30), curve(None)], 0.9) == "30"
-    assert script._median_minutes([curve(20), curve(None), curve(None)], 0.9) == "never"
-
-
-def test_a_manipulation_row_gives_steps_and_minutes_to_each_milestone(script: ModuleType) -> None:
-    record = {
+def entry_record(seed: int, success: list[float], final: float) -> dict[str, Any]:
+    return {
         "kind": "entry",
-        "env_id": "FetchPickAndPlace-v4",
+        "env_id": "FetchPush-v4",
         "learner": "DDPG",
-        "seed": 0,
+        "seed": seed,
         "steps": 60_000,
-        "final_success": 0.77,
+        "final_success": final,
         "train_seconds": 180.0,
-        "curve_steps": [0, 20_000, 40_000, 60_000],
-        "curve_success": [0.0, 0.6, 0.82, 0.84],
-        "curve_seconds": [0, 60, 120, 180],
-        "command": "python scripts/robotics_results.py run fetch-pick-and-place-ddpg --seeds 0",
+        "curve_steps": [20_000, 40_000, 60_000],
+        "curve_success": success,
+        "curve_seconds": [60, 120, 180],
+        "command": f"python scripts/robotics_results.py run fetch-push-ddpg --seeds {seed}",
     }
-    cells = [cell.strip() for cell in script.manipulation_row([record]).split("|")[1:-1]]
-    assert script.MILESTONES == (0.5, 0.8, 0.9)
-    assert cells[3] == "20k / 40k / -"
-    assert cells[4] == "1 / 2 / -"
-    assert cells[5] == "2 / never"
-    assert cells[6] == "0.77"
-    assert cells[8] == "3.0"
 
 
-def test_every_reference_reads_an_unnormalized_her_entry_of_the_zoo_for_a_shipped_task(
-    script: ModuleType,
-) -> None:
-    for name, task in script.REFERENCE_TASKS.items():
-        entry = script.zoo_entry(task)
+def cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.split("|")[1:-1]]
+
+
+def test_each_seed_gets_its_own_row_with_steps_and_minutes_to_each_milestone() -> None:
+    rows = results.manipulation_rows([entry_record(0, [0.6, 0.82, 0.84], 0.77)])
+    assert len(rows) == 1  # one seed: no median or worst rows
+    row = cells(rows[0])
+    assert results.MILESTONES == (0.5, 0.8, 0.9)
+    assert row[2:7] == ["0", "20k / 40k / -", "1 / 2 / -", "0.77", "60,000"]
+    assert row[7] == "3.0"
+
+
+def test_a_lagging_seed_makes_the_worst_row_and_is_not_averaged_away() -> None:
+    records = [
+        entry_record(0, [0.6, 0.95, 0.97], 0.96),
+        entry_record(1, [0.7, 0.92, 0.98], 0.97),
+        entry_record(2, [0.1, 0.2, 0.3], 0.29),
+    ]
+    rows = [cells(row) for row in results.manipulation_rows(records)]
+    assert [row[2] for row in rows] == ["0", "1", "2", "median of 3", "**worst** of 3"]
+    median, worst = rows[3], rows[4]
+    assert median[3:6] == ["20k / 40k / 40k", "1 / 2 / 2", "0.96"]
+    assert worst[3:6] == ["- / - / -", "- / - / -", "0.29"]
+
+
+def test_the_mrl_figure_stands_beside_the_first_row_of_its_task() -> None:
+    rows = [cells(row) for row in results.manipulation_rows([entry_record(0, [0.6, 0.9, 0.9], 0.9)])]
+    assert rows[0][8].startswith("~0.25M")
+    assert results.mrl_steps("PandaPush-v3") == "-"
+
+
+def test_the_readme_table_has_a_column_per_seed_and_the_worst_seed() -> None:
+    groups = {
+        "fetch-push-ddpg": [entry_record(0, [0.6, 0.95, 0.97], 0.96), entry_record(1, [0.1, 0.2, 0.3], 0.29)]
+    }
+    header, _, row = results.readme_table(groups).splitlines()
+    assert cells(header)[1:4] == ["run 1", "run 2", "worst seed"]
+    assert cells(row)[1] == "seed 0: **0.96** (0.9 at 40k, 2 min)"
+    assert cells(row)[3] == "seed 1: **0.29** (0.9 not reached in 60k)"
+
+
+def test_the_recorded_results_file_makes_every_table() -> None:
+    groups = results.group_records(results.load_results(RESULTS_FILE))
+    assert "FetchPush-v4" in results.manipulation_table(groups)
+    assert "FetchPush-v4" in results.readme_table(groups)
+    assert "FetchReach-v4" in results.reach_table(groups)
+
+
+def test_every_reference_reads_an_unnormalized_her_entry_of_the_zoo_for_a_shipped_task() -> None:
+    pytest.importorskip("rl_zoo3")
+    for name, task in experiments.REFERENCE_TASKS.items():
+        entry = experiments.zoo_entry(task)
         assert entry["replay_buffer_class"] == "HerReplayBuffer", name
         assert not entry.get("normalize", False), name
         assert isinstance(entry["replay_buffer_kwargs"], dict), name
-        assert task.env_id in {entry_task.env_id for entry_task in script.ENTRY_TASKS.values()}, name
+        assert task.env_id in {entry_task.env_id for entry_task in experiments.ENTRY_TASKS.values()}, name
+
+
+def test_the_scripts_report_prints_the_tables_of_the_results_file() -> None:
+    import subprocess
+    import sys
+
+    script = RESULTS_FILE.parents[1] / "scripts" / "robotics_results.py"
+    completed = subprocess.run(
+        [sys.executable, str(script), "--results", str(RESULTS_FILE), "report"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    assert results.MANIPULATION_HEADER.splitlines()[0] in completed.stdout
+    assert "**worst** of 3" in completed.stdout

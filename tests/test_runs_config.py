@@ -9,10 +9,12 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from her_wrap.core.settings import SETTING_NAMES, HindsightSettings
 from her_wrap.runs.arguments import torch_threads
 from her_wrap.runs.config import (
     HER_SETTINGS,
     RunConfig,
+    hindsight_settings,
     load_run_config,
     validate_file,
 )
@@ -209,12 +211,21 @@ def test_loader(case: LoaderCase, tmp_path: Path) -> None:
     config = load_run_config(
         write_config(tmp_path, case.text), case.env_id, overrides=case.overrides, algo=case.algo
     )
-    actual = {key: getattr(config, key) for key in case.expected}
+    actual = {key: getattr(config, key) for key in case.expected if key != "her"}
+    expected = dict(case.expected)
+    if "her" in expected:
+        # The her section is held as what it means: its settings and HER's other options.
+        section = expected["her"]
+        expected["her"] = (
+            hindsight_settings(section),
+            {key: value for key, value in section.items() if key not in SETTING_NAMES},
+        )
+        actual["her"] = (config.hindsight, config.her_options)
     if "learner_kwargs" in case.expected:
         actual["learner_kwargs"] = {
             key: config.learner_kwargs.get(key) for key in case.expected["learner_kwargs"]
         }
-    assert actual == case.expected
+    assert actual == expected
 
 
 class BadConfigCase(NamedTuple):
@@ -347,7 +358,7 @@ def test_zoo_file_entry_with_her_replay_buffer() -> None:
         n_timesteps=20_000,
         policy="MultiInputPolicy",
         n_envs=1,
-        her={"goal_selection_strategy": "future", "n_sampled_goal": 4, "online": True},
+        hindsight=HindsightSettings(goal_selection_strategy="future", n_sampled_goal=4, online=True),
         learner_kwargs={
             "buffer_size": 1_000_000,
             "ent_coef": "auto",
@@ -502,3 +513,28 @@ def test_learner_kwargs_make_train_freq_a_tuple_and_noise_an_object() -> None:
     )
     kwargs = learner_kwargs(config, spaces.Box(-1, 1, (3,)))
     assert (kwargs["train_freq"], type(kwargs["action_noise"])) == ((1, "episode"), NormalActionNoise)
+
+
+def test_a_config_holds_its_hindsight_settings_built_once() -> None:
+    config = load_run_config(ZOO_FILE, "BitFlippingContinuous-v0")
+    assert config.hindsight == HindsightSettings(
+        n_sampled_goal=2, goal_selection_strategy="final", online=False
+    )
+
+
+def test_the_her_keyword_of_run_config_is_deprecated_naming_hindsight() -> None:
+    with pytest.warns(DeprecationWarning, match="hindsight=HindsightSettings"):
+        old = RunConfig("BitFlipping-v0", "dqn", 100, her={"n_sampled_goal": 2, "store_infos": True})
+    assert old == RunConfig(
+        "BitFlipping-v0",
+        "dqn",
+        100,
+        hindsight=HindsightSettings(n_sampled_goal=2),
+        her_options={"store_infos": True},
+    )
+
+
+def test_to_entry_writes_the_her_section_that_loads_into_the_same_config(tmp_path: Path) -> None:
+    config = load_run_config(ZOO_FILE, "FetchSlide-v4")
+    write_yaml_file(tmp_path / "config.yml", {config.env_id: config.to_entry()})
+    assert load_run_config(tmp_path / "config.yml", config.env_id) == config

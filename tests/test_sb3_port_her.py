@@ -43,7 +43,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy as StableBaselinesStrategy
 
 from her_wrap import HER
-from her_wrap.core.strategies import GoalSelectionStrategy
+from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.envs import BitFlippingEnv
 from her_wrap.sb3 import HerReplayBuffer, HindsightExperienceReplayWrapper
 

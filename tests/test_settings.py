@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy as SB3Strategy
 
 from her_wrap import HER, BitFlippingEnv, HindsightSettings
+from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.core.settings import LaBERVariant
-from her_wrap.core.strategies import GoalSelectionStrategy
 
 
 @pytest.mark.parametrize("member", list(SB3Strategy))
@@ -96,3 +96,21 @@ def test_her_passes_one_settings_object_down_to_the_core_sampler():
     model = HER("MlpPolicy", BitFlippingEnv(n_bits=3), "dqn", 2, "episode", learning_starts=10)
     assert model.replay_buffer.replay.settings is model.settings
     assert model.settings.goal_selection_strategy is GoalSelectionStrategy.EPISODE
+
+
+def test_her_hands_its_raw_values_to_the_settings_which_parse_them_once(monkeypatch):
+    parsed: list[object] = []
+    parse = GoalSelectionStrategy.parse.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        GoalSelectionStrategy,
+        "parse",
+        classmethod(lambda cls, value: parsed.append(value) or parse(cls, value)),
+    )
+    model = HER(
+        "MlpPolicy", BitFlippingEnv(n_bits=3), "dqn", 2, "Final", laber="LaBERmax", learning_starts=10
+    )
+    assert parsed == ["Final"]
+    assert (model.settings.goal_selection_strategy, model.settings.laber) == (
+        GoalSelectionStrategy.FINAL,
+        LaBERVariant.MAX,
+    )

@@ -1,4 +1,4 @@
-"""Specification of her_wrap's cpprb-compatible HindsightReplayBuffer (her_wrap.core.standalone).
+"""Specification of her_wrap's cpprb-compatible HindsightReplayBuffer (her_wrap.core.hindsight_replay_buffer).
 
 Most tests tag every state with ``(episode, step, 0)`` and map states to goals with ``goal_func = s[:, :2]``,
 so a goal shows where it came from: ``(e, s)`` is the state reached after step ``s - 1`` of episode ``e``.
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from her_wrap.core.standalone import HindsightReplayBuffer
+from her_wrap.core.hindsight_replay_buffer import HindsightReplayBuffer
 
 cpprb = pytest.importorskip("cpprb")
 

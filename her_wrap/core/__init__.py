@@ -1,13 +1,18 @@
-"""The numpy-only core: episode storage, goal strategies, relabeling, sum tree, LaBER, standalone buffer.
+"""The numpy-only core. Nothing here imports a deep-learning framework or gymnasium.
 
-Nothing here imports a deep-learning framework or gymnasium.
+- ``storage`` (with ``fields``, ``storage_writes``): episodes in a ring, one row per step and env column;
+- ``goal_selection``: the strategies, the goal sources of a goal mix, and the draws of goal rows;
+- ``settings``: :class:`HindsightSettings`, every hindsight option parsed once;
+- ``replay`` (with ``n_step``): :class:`HindsightReplay`, storage plus relabeling sampler;
+- ``sum_tree``, ``laber``: prioritized replay and LaBER;
+- ``hindsight_replay_buffer`` (with ``cpprb_arguments``, ``staged_episode``): the cpprb-API buffer.
 """
 
+from her_wrap.core.goal_selection import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
 from her_wrap.core.laber import LaBER, LaBERlazy, LaBERmax, LaBERmean
 from her_wrap.core.replay import HindsightReplay
 from her_wrap.core.settings import HindsightSettings, LaBERVariant
 from her_wrap.core.storage import EpisodeStorage, FieldSpec
-from her_wrap.core.strategies import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
 from her_wrap.core.sum_tree import ProportionalPrioritizer, SumTree
 
 __all__ = [

@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from her_wrap.core.settings import LaBERVariant
+
 _RESERVED_KEYS = ("weights", "indexes")
 
 
@@ -180,12 +182,7 @@ class LaBERmean(LaBER):
     def compute_weights(
         self, probabilities: npt.NDArray[np.float64], indexes: npt.NDArray[np.int64]
     ) -> npt.NDArray[np.float64]:
-        """``mean(p) / p[idx]``, where ``mean(p) = 1 / (m * batch_size)``.
-
-        :param probabilities: draw probability of every position of the large batch
-        :param indexes: the drawn positions
-        :return: one weight per drawn position
-        """
+        """``mean(p) / p[idx]``, where ``mean(p) = 1 / (m * batch_size)``; see :meth:`LaBER.compute_weights`."""
         return probabilities.mean() / probabilities[indexes]
 
 
@@ -198,12 +195,7 @@ class LaBERlazy(LaBER):
     def compute_weights(
         self, probabilities: npt.NDArray[np.float64], indexes: npt.NDArray[np.int64]
     ) -> npt.NDArray[np.float64]:
-        """``1 / p[idx]``.
-
-        :param probabilities: draw probability of every position of the large batch
-        :param indexes: the drawn positions
-        :return: one weight per drawn position
-        """
+        """``1 / p[idx]``; see :meth:`LaBER.compute_weights`."""
         return 1.0 / probabilities[indexes]
 
 
@@ -216,11 +208,14 @@ class LaBERmax(LaBER):
     def compute_weights(
         self, probabilities: npt.NDArray[np.float64], indexes: npt.NDArray[np.int64]
     ) -> npt.NDArray[np.float64]:
-        """``(1 / p[idx]) / max(1 / p[idx])``, the max taken over the drawn positions.
-
-        :param probabilities: draw probability of every position of the large batch
-        :param indexes: the drawn positions
-        :return: one weight per drawn position
-        """
+        """``(1 / p[idx]) / max(1 / p[idx])``, the max over the drawn positions; see :meth:`LaBER.compute_weights`."""
         inverse = 1.0 / probabilities[indexes]
         return inverse / inverse.max()
+
+
+#: The functor class of each LaBER variant (:attr:`~her_wrap.core.settings.HindsightSettings.laber`).
+LABER_VARIANTS: dict[LaBERVariant, type[LaBER]] = {
+    LaBERVariant.MEAN: LaBERmean,
+    LaBERVariant.LAZY: LaBERlazy,
+    LaBERVariant.MAX: LaBERmax,
+}

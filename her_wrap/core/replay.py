@@ -12,10 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from her_wrap.core.goal_selection import sample_transitions, select_goal_rows, select_goals_from_sources
-from her_wrap.core.settings import HindsightSettings
+from her_wrap.core.goal_selection import (
+    GoalSelectionStrategy,
+    sample_transitions,
+    select_goal_rows,
+    select_goals_from_sources,
+)
+from her_wrap.core.n_step import StepFn as StepFn  # re-exported: its home is n_step
+from her_wrap.core.n_step import n_step_window
+from her_wrap.core.settings import HindsightSettings, SettingsField
 from her_wrap.core.storage import AddReport, EpisodeStorage, FieldSpec
-from her_wrap.core.strategies import GoalSelectionStrategy
 from her_wrap.core.sum_tree import ProportionalPrioritizer
 
 RewardFn = Callable[[np.ndarray, np.ndarray, Any], np.ndarray]
@@ -24,50 +30,6 @@ RewardFn = Callable[[np.ndarray, np.ndarray, Any], np.ndarray]
 
 TerminatedFn = Callable[[np.ndarray, np.ndarray, Any], np.ndarray]
 """``terminated_fn(achieved_goal, desired_goal, infos) -> bool array``, same conventions as :data:`RewardFn`."""
-
-
-StepFn = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray | None]]
-"""``step(rows, ring_rows, columns) -> (rewards, terminated or None)``: the reward of step ``t + k`` of the
-given batch ``rows`` (stored at ``ring_rows, columns``) for each row's own goal, and whether that step ends
-the episode."""
-
-
-def n_step_window(
-    storage: EpisodeStorage,
-    rings: np.ndarray,
-    columns: np.ndarray,
-    n_steps: int,
-    gamma: float,
-    returns: np.ndarray,
-    done: np.ndarray,
-    step: StepFn,
-) -> np.ndarray:
-    """Sum the discounted rewards of up to ``n_steps`` steps from each sampled transition, in place.
-
-    A window stops at the episode's last stored step and after a step that terminates: its steps are
-    ``t, ..., t + m - 1`` with ``m`` the returned count. ``returns`` (float64, holding ``r_t``) gains
-    ``gamma**k * r_{t+k}`` for each later step of the window and ``done`` (bool, holding the sampled step's
-    termination) is ORed with theirs. The caller moves the next observation to row ``t + m`` and
-    bootstraps with ``gamma**m``.
-
-    :param step: the rewards and terminations of the window's later steps, see :data:`StepFn`
-    :return: ``m``, the steps in each sample's window (int64, at least 1)
-    """
-    _, remaining = storage.steps_to_episode_end(rings, columns)
-    horizon = np.minimum(remaining, n_steps)
-    taken = np.ones(rings.size, dtype=np.int64)
-    alive = ~done
-    for k in range(1, n_steps):
-        rows = np.flatnonzero(alive & (horizon > k))
-        if rows.size == 0:
-            break
-        rewards, terminated = step(rows, (rings[rows] + k) % storage.n_rows, columns[rows])
-        returns[rows] += gamma**k * rewards
-        taken[rows] = k + 1
-        if terminated is not None:
-            done[rows] |= terminated
-            alive[rows] &= ~terminated
-    return taken
 
 
 def as_generator(seed: int | np.random.Generator | None) -> np.random.Generator:
@@ -196,53 +158,28 @@ class HindsightReplay:
                 (self.storage.n_rows, self.storage.n_envs, self.n_sampled_goal), np.int64
             )
 
-    @property
-    def n_sampled_goal(self) -> int:
-        """``k`` of :attr:`settings`."""
-        return self.settings.n_sampled_goal
-
-    @property
-    def strategy(self) -> GoalSelectionStrategy:
-        """The goal selection strategy of :attr:`settings`."""
-        return self.settings.goal_selection_strategy
-
-    @property
-    def online(self) -> bool:
-        """Whether goals are relabeled at sample time (see :attr:`settings`)."""
-        return self.settings.online
+    n_sampled_goal: SettingsField[int] = SettingsField("n_sampled_goal", "``k`` of :attr:`settings`.")
+    strategy: SettingsField[GoalSelectionStrategy] = SettingsField(
+        "goal_selection_strategy", "The goal selection strategy of :attr:`settings`."
+    )
+    online: SettingsField[bool] = SettingsField(
+        "online", "Whether goals are relabeled at sample time (see :attr:`settings`)."
+    )
 
     # ------------------------------------------------------------------ adding
-    def add(
-        self,
-        observation: Mapping[str, np.ndarray],
-        next_observation: Mapping[str, np.ndarray],
-        step: Mapping[str, np.ndarray],
-        done: np.ndarray,
-        infos: Any = None,
-    ) -> None:
+    # Each write takes the arguments of the EpisodeStorage method of its name, then updates the side
+    # tables (priorities, frozen goals) from the report that method returns.
+    def add(self, *args: Any, **kwargs: Any) -> None:
         """Store one step of every env column; see :meth:`EpisodeStorage.add`."""
-        self._after_add(self.storage.add(observation, next_observation, step, done, infos))
+        self._after_add(self.storage.add(*args, **kwargs))
 
-    def add_steps(
-        self,
-        observations: Mapping[str, np.ndarray],
-        next_observations: Mapping[str, np.ndarray],
-        steps: Mapping[str, np.ndarray],
-        dones: np.ndarray,
-        infos: Any = None,
-    ) -> None:
+    def add_steps(self, *args: Any, **kwargs: Any) -> None:
         """Store ``S`` consecutive steps of every env column at once; see :meth:`EpisodeStorage.add_steps`."""
-        self._after_add(self.storage.add_steps(observations, next_observations, steps, dones, infos))
+        self._after_add(self.storage.add_steps(*args, **kwargs))
 
-    def add_episode(
-        self,
-        column: int,
-        observations: Mapping[str, np.ndarray],
-        steps: Mapping[str, np.ndarray],
-        infos: Any = None,
-    ) -> None:
+    def add_episode(self, *args: Any, **kwargs: Any) -> None:
         """Store a finished episode in one column; see :meth:`EpisodeStorage.add_episode`."""
-        self._after_add(self.storage.add_episode(column, observations, steps, infos))
+        self._after_add(self.storage.add_episode(*args, **kwargs))
 
     def end_episode(self, column: int) -> None:
         """Close the episode in progress in ``column``."""

@@ -1,7 +1,8 @@
 """The settings of hindsight sampling: one frozen, validated object from the public API to the sampler.
 
 ``HER(...)``, the drop-in ``HerReplayBuffer``, the cpprb-compatible ``HindsightReplayBuffer``, the config
-files and the Optuna search space all build a :class:`HindsightSettings` and pass it down as it is: the
+files and the Optuna search space all hand their raw values (names in any case, enum members, mappings)
+to :class:`HindsightSettings`, which parses each of them once, and pass the object down as it is: the
 goal selection strategy stays a :class:`GoalSelectionStrategy` member and LaBER a :class:`LaBERVariant`
 all the way to where they are used. Strings appear only at the edges (YAML files, the model zip's JSON),
 through :meth:`HindsightSettings.to_dict` and :meth:`HindsightSettings.from_dict`.
@@ -12,14 +13,16 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
-from her_wrap.core.strategies import GoalSelectionStrategy, member_named
+from her_wrap.core import goal_selection
+from her_wrap.core.goal_selection import GoalSelectionStrategy, GoalSourceMember, member_named
+from her_wrap.core.moved import moved_names
 
 
 class LaBERVariant(str, Enum):
@@ -42,38 +45,6 @@ class LaBERVariant(str, Enum):
         raise ValueError(f"Unknown laber={value!r}; use one of {valid} or None (no LaBER).")
 
 
-class GoalSource(str, Enum):
-    """Where a relabeled goal may come from, in a :attr:`HindsightSettings.goal_mix`.
-
-    The first four are the goal selection strategies (achieved goals of the transition's own episode, or
-    of any stored one for ``random``); ``desired`` takes the desired goal of a stored transition of any
-    episode: goals the env itself asks for, which achieved goals may never have reached.
-    """
-
-    FUTURE = "future"
-    FINAL = "final"
-    EPISODE = "episode"
-    RANDOM = "random"
-    DESIRED = "desired"
-
-    @classmethod
-    def parse(cls, value: str | Enum) -> GoalSource:
-        """Accept a member, a :class:`GoalSelectionStrategy`, or a name in any case.
-
-        :raises ValueError: for anything else, listing the valid names
-        """
-        member = member_named(cls, value)
-        if member is not None:
-            return member
-        valid = ", ".join(repr(member.value) for member in cls)
-        raise ValueError(f"Unknown goal source {value!r} in goal_mix; use {valid}.")
-
-    @property
-    def strategy(self) -> GoalSelectionStrategy | None:
-        """The goal selection strategy that draws this source's goals, None for ``desired``."""
-        return None if self is GoalSource.DESIRED else GoalSelectionStrategy(self.value)
-
-
 def _is_integer(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | np.integer)
 
@@ -82,7 +53,7 @@ def _is_real(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float | np.number)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class HindsightSettings:
     """How batches are drawn and relabeled in hindsight.
 
@@ -101,8 +72,9 @@ class HindsightSettings:
         needs a learner whose update takes sample weights (``HER``'s)
     :param laber_m: LaBER's large batch is ``laber_m`` times the batch size
     :param goal_mix: relabeled goals drawn from several sources with given shares, e.g.
-        ``{"future": 0.6, "desired": 0.2, "random": 0.2}`` (see :class:`GoalSource`); each relabeled
-        transition draws its source independently. Shares are normalized to sum to 1. None (default): every
+        ``{"future": 0.6, "desired": 0.2, "random": 0.2}`` (see
+        :class:`~her_wrap.core.goal_selection.GoalSource`); each relabeled transition draws its source
+        independently. Shares are normalized to sum to 1. None (default): every
         relabeled goal comes from ``goal_selection_strategy``; with a mix, that strategy is not used.
     :param n_steps: n-step returns: a sample's reward sums ``gamma ** i * r_{t+i}`` over up to ``n_steps``
         steps of its episode, every one recomputed for the sample's (relabeled) goal, stopping where the
@@ -111,67 +83,72 @@ class HindsightSettings:
     :raises ValueError: for any value out of range, naming the valid ones
     """
 
-    n_sampled_goal: int = 4
-    goal_selection_strategy: GoalSelectionStrategy = GoalSelectionStrategy.FUTURE
-    online: bool = True
-    prioritized: bool = False
-    alpha: float = 0.6
-    beta: float = 0.4
-    laber: LaBERVariant | None = None
-    laber_m: int = 4
-    goal_mix: tuple[tuple[GoalSource, float], ...] | None = None
-    n_steps: int = 1
+    n_sampled_goal: int
+    goal_selection_strategy: GoalSelectionStrategy
+    online: bool
+    prioritized: bool
+    alpha: float
+    beta: float
+    laber: LaBERVariant | None
+    laber_m: int
+    goal_mix: tuple[tuple[GoalSourceMember, float], ...] | None
+    n_steps: int
 
-    def __post_init__(self) -> None:
-        set_field = object.__setattr__  # a frozen dataclass normalizes its own fields only here
-        if not _is_integer(self.n_sampled_goal) or self.n_sampled_goal < 0:
+    def __init__(
+        self,
+        n_sampled_goal: int = 4,
+        goal_selection_strategy: str | Enum = GoalSelectionStrategy.FUTURE,
+        online: bool = True,
+        prioritized: bool = False,
+        alpha: float = 0.6,
+        beta: float = 0.4,
+        laber: str | LaBERVariant | None = None,
+        laber_m: int = 4,
+        goal_mix: Mapping[Any, float] | Iterable[tuple[Any, float]] | None = None,
+        n_steps: int = 1,
+    ) -> None:
+        # The one place these values are parsed; every entry point passes them here as it got them.
+        set_field = object.__setattr__  # a frozen dataclass sets its fields in its own __init__ only
+        if not _is_integer(n_sampled_goal) or n_sampled_goal < 0:
             raise ValueError(
-                f"n_sampled_goal must be an integer >= 0 (relabeled goals per real one), "
-                f"got {self.n_sampled_goal!r}."
+                f"n_sampled_goal must be an integer >= 0 (relabeled goals per real one), got {n_sampled_goal!r}."
             )
-        set_field(self, "n_sampled_goal", int(self.n_sampled_goal))
-        set_field(self, "goal_selection_strategy", GoalSelectionStrategy.parse(self.goal_selection_strategy))
-        for name in ("online", "prioritized"):
-            value = getattr(self, name)
-            if not isinstance(value, bool | np.bool_):
-                raise ValueError(f"{name} must be True or False, got {value!r}.")
-            set_field(self, name, bool(value))
-        if self.laber is not None:
-            set_field(self, "laber", LaBERVariant.parse(self.laber))
-        if not _is_integer(self.laber_m) or self.laber_m < 1:
-            raise ValueError(
-                f"laber_m must be an integer >= 1 (the large batch is laber_m * batch_size), "
-                f"got {self.laber_m!r}."
-            )
-        set_field(self, "laber_m", int(self.laber_m))
-        if not _is_integer(self.n_steps) or self.n_steps < 1:
-            raise ValueError(f"n_steps must be an integer >= 1 (1: one-step returns), got {self.n_steps!r}.")
-        set_field(self, "n_steps", int(self.n_steps))
+        set_field(self, "n_sampled_goal", int(n_sampled_goal))
+        set_field(self, "goal_selection_strategy", GoalSelectionStrategy.parse(goal_selection_strategy))
+        for name, flag in (("online", online), ("prioritized", prioritized)):
+            if not isinstance(flag, bool | np.bool_):
+                raise ValueError(f"{name} must be True or False, got {flag!r}.")
+            set_field(self, name, bool(flag))
+        set_field(self, "laber", None if laber is None else LaBERVariant.parse(laber))
+        for name, value, meaning in (
+            ("laber_m", laber_m, "the large batch is laber_m * batch_size"),
+            ("n_steps", n_steps, "1: one-step returns"),
+        ):
+            if not _is_integer(value) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1 ({meaning}), got {value!r}.")
+            set_field(self, name, int(value))
         if self.laber is not None and self.prioritized:
             raise ValueError(
                 "Choose one of laber and prioritized: LaBER already weights samples by their TD error."
             )
-        if not _is_real(self.alpha) or not math.isfinite(self.alpha) or self.alpha < 0:
-            raise ValueError(f"alpha must be >= 0 (0 is uniform sampling), got {self.alpha!r}.")
-        if not _is_real(self.beta) or not 0.0 <= self.beta <= 1.0:
+        if not _is_real(alpha) or not math.isfinite(alpha) or alpha < 0:
+            raise ValueError(f"alpha must be >= 0 (0 is uniform sampling), got {alpha!r}.")
+        if not _is_real(beta) or not 0.0 <= beta <= 1.0:
+            raise ValueError(f"beta must lie in [0, 1] (1 fully corrects the sampling bias), got {beta!r}.")
+        set_field(self, "alpha", float(alpha))
+        set_field(self, "beta", float(beta))
+        set_field(self, "goal_mix", None if goal_mix is None else goal_selection.parse_goal_mix(goal_mix))
+        if self.goal_mix is not None and not self.online:
             raise ValueError(
-                f"beta must lie in [0, 1] (1 fully corrects the sampling bias), got {self.beta!r}."
+                "goal_mix draws each relabeled goal's source at sample time: use it with online=True."
             )
-        set_field(self, "alpha", float(self.alpha))
-        set_field(self, "beta", float(self.beta))
-        if self.goal_mix is not None:
-            set_field(self, "goal_mix", parse_goal_mix(self.goal_mix))
-            if not self.online:
-                raise ValueError(
-                    "goal_mix draws each relabeled goal's source at sample time: use it with online=True."
-                )
 
     @property
-    def goal_sources(self) -> tuple[tuple[GoalSource, float], ...]:
+    def goal_sources(self) -> tuple[tuple[GoalSourceMember, float], ...]:
         """Sources of relabeled goals with their shares: :attr:`goal_mix`, or the strategy alone."""
         if self.goal_mix is not None:
             return self.goal_mix
-        return _SINGLE_SOURCES[self.goal_selection_strategy]
+        return ((self.goal_selection_strategy, 1.0),)
 
     @property
     def weighted(self) -> bool:
@@ -213,31 +190,46 @@ class HindsightSettings:
         return cls(**values)
 
 
-def parse_goal_mix(mix: Any) -> tuple[tuple[GoalSource, float], ...]:
-    """Normalized ``(source, share)`` pairs, in :class:`GoalSource` order, from a mapping or pairs."""
-    try:
-        pairs = [(source, share) for source, share in (mix.items() if isinstance(mix, Mapping) else mix)]
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"goal_mix must map goal sources to shares, e.g. {{'future': 0.8, 'desired': 0.2}}; got {mix!r}."
-        ) from None
-    shares: dict[GoalSource, float] = {}
-    for source, share in pairs:
-        parsed = GoalSource.parse(source)
-        if parsed in shares:
-            raise ValueError(f"goal_mix names {parsed.value!r} twice.")
-        shares[parsed] = share
-    for source, share in shares.items():
-        if not _is_real(share) or not math.isfinite(share) or share < 0:
-            raise ValueError(f"goal_mix share of {source.value!r} must be a number >= 0, got {share!r}.")
-    total = float(sum(shares.values()))
-    if total <= 0:
-        raise ValueError(f"goal_mix shares must sum to more than 0, got {mix!r}.")
-    return tuple((source, float(shares[source]) / total) for source in GoalSource if source in shares)
+_Value = TypeVar("_Value")
 
 
-# The sources of each single strategy, built once (every sample reads them).
-_SINGLE_SOURCES = {strategy: ((GoalSource(strategy.value), 1.0),) for strategy in GoalSelectionStrategy}
+class SettingsField(Generic[_Value]):
+    """A read-only attribute of an object that keeps a ``settings``: one field of those settings.
+
+    The objects built from a :class:`HindsightSettings` show some of its fields as their own attributes
+    (``buffer.online``); each is one line, ``online = SettingsField("online", "docstring")``.
+
+    :param field: the name of the :class:`HindsightSettings` field to read
+    :param doc: the attribute's docstring
+    """
+
+    def __init__(self, field: str, doc: str) -> None:
+        self.field = field
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> SettingsField[_Value]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type) -> _Value: ...
+
+    def __get__(self, instance: object | None, owner: type) -> Any:
+        if instance is None:
+            return self
+        return getattr(instance.settings, self.field)  # type: ignore[attr-defined]
+
+    def __set__(self, instance: object, value: Any) -> None:
+        raise AttributeError(
+            f"{self.name} is read from the hindsight settings: build a new buffer with other settings."
+        )
+
 
 #: Names of the settings, in the constructor's order.
 SETTING_NAMES: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(HindsightSettings))
+
+
+# Names that moved to her_wrap.core.goal_selection, the home of goal selection.
+__getattr__ = moved_names(__name__, "her_wrap.core.goal_selection", ("GoalSource", "parse_goal_mix"))

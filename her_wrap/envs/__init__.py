@@ -15,7 +15,9 @@ from her_wrap.envs.bit_flipping import BitFlippingEnv
 from her_wrap.envs.checks import (
     GOAL_KEYS,
     BatchedGoalFunction,
+    GoalEnvError,
     check_goal_env,
+    check_goal_space,
     check_vectorized_reward,
     make_vectorized_reward,
 )
@@ -24,7 +26,6 @@ from her_wrap.envs.registry import (
     EnvRegistryError,
     MissingExtraError,
     UnknownEnvError,
-    check_goal_space,
     ensure_registered,
     make_goal_env,
     register_envs,
@@ -35,6 +36,7 @@ __all__ = [
     "BatchedGoalFunction",
     "BitFlippingEnv",
     "EnvRegistryError",
+    "GoalEnvError",
     "GoalKeyLayout",
     "GoalObservationLayout",
     "HERGoalEnvWrapper",

@@ -25,34 +25,55 @@ GoalFunction = Callable[[Any, Any, Any], Any]
 GOAL_KEYS: tuple[str, str, str] = ("observation", "achieved_goal", "desired_goal")
 
 
+class GoalEnvError(TypeError, ValueError):
+    """An env or observation space HER cannot relabel, with a message naming the problem and the fix.
+
+    It is both a ``TypeError`` and a ``ValueError``: the goal checks used to raise one or the other
+    depending on the problem, and ``except`` clauses written for either keep catching it.
+    """
+
+
+def check_goal_space(space: spaces.Space) -> None:
+    """Check that observations are goal dicts whose goals can be swapped: a ``spaces.Dict`` with
+    ``observation``, ``achieved_goal`` and ``desired_goal``, the two goals of one shape.
+
+    :param space: an env's or a VecEnv's observation space
+    :raises GoalEnvError: naming what is missing and the fix
+    """
+    if not isinstance(space, spaces.Dict):
+        kind = type(space).__name__
+        raise GoalEnvError(
+            f"Cannot relabel {kind} observations: HER needs the goal dict, so the observation_space must be "
+            f"a spaces.Dict, got {kind}. Fix: return dict observations with the keys {list(GOAL_KEYS)} "
+            "(for a VecEnv, build it from the goal envs themselves: HER flattens them for MlpPolicy)."
+        )
+    missing = [key for key in GOAL_KEYS if key not in space.spaces]
+    if missing:
+        raise GoalEnvError(
+            f"The observations lack the goal keys {missing} HER relabels with: the observation_space dict "
+            f"lacks the keys {missing}; it has {list(space.spaces)}. Fix: add them, so that it has all of "
+            f"{list(GOAL_KEYS)}."
+        )
+    achieved, desired = space["achieved_goal"].shape, space["desired_goal"].shape
+    if achieved != desired:
+        raise GoalEnvError(
+            f"achieved_goal {achieved} and desired_goal {desired} differ in shape, but HER uses achieved "
+            f"goals as desired goals: achieved_goal has shape {achieved} but desired_goal has shape "
+            f"{desired}. Fix: give both keys the same space."
+        )
+
+
 def check_goal_env(env: Any) -> None:
     """Raise when ``env`` is not a goal env HER can relabel; return ``None`` when it is.
 
     :param env: a gymnasium env (wrapped or not); ``compute_reward`` is looked up on ``env.unwrapped``
-    :raises TypeError: the observation space is not a ``spaces.Dict``, or the env has no ``compute_reward``
-    :raises ValueError: keys are missing, or ``achieved_goal`` and ``desired_goal`` differ in shape
+    :raises GoalEnvError: the observation space fails :func:`check_goal_space`, or the env has no
+        ``compute_reward``
     """
-    space = env.observation_space
-    if not isinstance(space, spaces.Dict):
-        raise TypeError(
-            f"HER needs a goal env: its observation_space must be a spaces.Dict, got {type(space).__name__}. "
-            f"Fix: return dict observations with the keys {list(GOAL_KEYS)}."
-        )
-    missing = [key for key in GOAL_KEYS if key not in space.spaces]
-    if missing:
-        raise ValueError(
-            f"the observation_space dict lacks the keys {missing}; it has {list(space.spaces)}. "
-            f"Fix: add them, so that it has all of {list(GOAL_KEYS)}."
-        )
-    achieved_shape, desired_shape = space["achieved_goal"].shape, space["desired_goal"].shape
-    if achieved_shape != desired_shape:
-        raise ValueError(
-            f"achieved_goal has shape {achieved_shape} but desired_goal has shape {desired_shape}; HER uses "
-            "achieved goals as desired goals. Fix: give both keys the same space."
-        )
+    check_goal_space(env.observation_space)
     unwrapped = getattr(env, "unwrapped", env)
     if not callable(getattr(unwrapped, "compute_reward", None)):
-        raise TypeError(
+        raise GoalEnvError(
             f"{type(unwrapped).__name__} has no compute_reward, which HER calls to reward relabeled goals. "
             "Fix: define compute_reward(achieved_goal, desired_goal, info) on the env, accepting batched goals."
         )

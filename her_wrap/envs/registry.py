@@ -26,7 +26,8 @@ from types import MappingProxyType
 from typing import Any
 
 import gymnasium
-from gymnasium import spaces
+
+from her_wrap.envs.checks import check_goal_space  # re-exported: its home is envs.checks
 
 #: her_wrap's own ids and the keyword arguments they fix. Neither sets ``max_episode_steps``: the env
 #: truncates itself after ``max_steps`` steps, so ``gymnasium.make`` adds no second ``TimeLimit``.
@@ -160,30 +161,6 @@ def make_goal_env(env_id: str, **env_kwargs: Any) -> gymnasium.Env:
     """
     ensure_registered(env_id)
     return gymnasium.make(env_id, **env_kwargs)
-
-
-def check_goal_space(space: spaces.Space) -> None:
-    """Check that a VecEnv's observations are goal dicts whose goals can be swapped.
-
-    :param space: the VecEnv's observation space
-    :raises ValueError: naming what is missing and the fix
-    """
-    if not isinstance(space, spaces.Dict):
-        raise ValueError(
-            f"This VecEnv has {type(space).__name__} observations: HER needs the goal dict to relabel. "
-            "Build the VecEnv from the goal envs themselves; HER flattens for MlpPolicy."
-        )
-    missing = {"observation", "achieved_goal", "desired_goal"} - set(space.spaces)
-    if missing:
-        raise ValueError(
-            f"The VecEnv's observations lack the goal keys {sorted(missing)} (it has {sorted(space.spaces)}): "
-            "HER needs dict observations with observation, achieved_goal and desired_goal."
-        )
-    if space["achieved_goal"].shape != space["desired_goal"].shape:
-        raise ValueError(
-            f"achieved_goal {space['achieved_goal'].shape} and desired_goal {space['desired_goal'].shape} "
-            "differ in shape: a relabeled goal must fit where the desired goal goes."
-        )
 
 
 def _import_quietly(module_name: str) -> None:

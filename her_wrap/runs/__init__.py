@@ -3,8 +3,11 @@
 One job per module:
 
 - configs: :mod:`~her_wrap.runs.yaml_io` (YAML with numbers such as ``1e6``), :mod:`~her_wrap.runs.literals`
-  (the zoo's ``"dict(...)"`` strings, never evaluated), :mod:`~her_wrap.runs.learners` (``model_class``
-  names), :mod:`~her_wrap.runs.config` (entries validated into a ``RunConfig``);
+  (the zoo's ``"dict(...)"`` strings, never evaluated), :mod:`~her_wrap.runs.zoo_translation` (the zoo's
+  forms of an entry), :mod:`~her_wrap.runs.overrides` (``-params`` items), :mod:`~her_wrap.runs.model_classes`
+  (``model_class`` names), :mod:`~her_wrap.runs.config` (files and entries, validated into a
+  :class:`~her_wrap.runs.run_config.RunConfig`), :mod:`~her_wrap.runs.presets` (the shipped entries as
+  ``HER`` keyword arguments);
 - building a run: :mod:`~her_wrap.runs.env_factory` (env ids, checks, monitors),
   :mod:`~her_wrap.runs.model_factory` (a ``HER`` agent from a config);
 - files of a run: :mod:`~her_wrap.runs.run_layout` (``logs/her/ENV_ID_N``), :mod:`~her_wrap.runs.atomic`
@@ -13,7 +16,10 @@ One job per module:
 - the subcommands: :mod:`~her_wrap.runs.train`, :mod:`~her_wrap.runs.enjoy`, :mod:`~her_wrap.runs.plot`,
   :mod:`~her_wrap.runs.optimize` (with :mod:`~her_wrap.runs.search_spaces`), and
   :mod:`~her_wrap.runs.cli`, which dispatches to them and turns :class:`~her_wrap.runs.errors.UsageError`
-  into one line and exit status 2.
+  into one line and exit status 2;
+- experiments over seeds: :mod:`~her_wrap.runs.experiments` (tasks, one-change variants, their runs),
+  :mod:`~her_wrap.runs.results` (result records and their tables: each seed, median, worst),
+  :mod:`~her_wrap.runs.doc_sections` (generated sections of markdown pages, the machine note).
 
 Importing this package imports neither torch nor stable-baselines3; the subcommands do, when they run.
 """

@@ -46,6 +46,8 @@ class SuccessEvalCallback(BaseCallback):
     :param evaluations_path: where to write ``evaluations.npz``, or ``None``
     :param best_model_path: where to save the best agent, or ``None``
     :param after_evaluation: called with each result; returning ``False`` stops training (Optuna pruning)
+    :param max_train_seconds: stop training once its wall time, evaluations left out, passes this budget
+        (a last evaluation then closes the curve); ``None``: no budget
     :param verbose: 1 prints each evaluation
     """
 
@@ -59,6 +61,7 @@ class SuccessEvalCallback(BaseCallback):
         evaluations_path: Path | None = None,
         best_model_path: Path | None = None,
         after_evaluation: Callable[[EvaluationResult], bool] | None = None,
+        max_train_seconds: float | None = None,
         verbose: int = 1,
     ) -> None:
         super().__init__(verbose=verbose)
@@ -69,6 +72,7 @@ class SuccessEvalCallback(BaseCallback):
         self.evaluations_path = evaluations_path
         self.best_model_path = best_model_path
         self.after_evaluation = after_evaluation
+        self.max_train_seconds = max_train_seconds
         self.results: list[tuple[int, EvaluationResult]] = []
         self.train_seconds: list[float] = []
         self._clock_start = time.perf_counter()
@@ -83,7 +87,21 @@ class SuccessEvalCallback(BaseCallback):
         if self.eval_freq > 0:
             self._next_evaluation = _next_multiple(self.num_timesteps, self.eval_freq)
 
+    @property
+    def evaluation_seconds(self) -> float:
+        """Wall time spent in evaluations since training started."""
+        return self._evaluation_seconds
+
+    def curve(self) -> tuple[list[int], list[float], list[float]]:
+        """The success curve so far: env steps, success rate and training seconds of each evaluation."""
+        steps = [timesteps for timesteps, _ in self.results]
+        return steps, [result.success_rate for _, result in self.results], list(self.train_seconds)
+
     def _on_step(self) -> bool:
+        if self.max_train_seconds is not None:
+            trained = time.perf_counter() - self._clock_start - self._evaluation_seconds
+            if trained >= self.max_train_seconds:
+                return False
         if self.eval_freq <= 0 or self.num_timesteps < self._next_evaluation:
             return True
         self._next_evaluation = _next_multiple(self.num_timesteps, self.eval_freq)

@@ -33,8 +33,8 @@ Keys of an entry:
 - every other key is a keyword argument of the learner (``learning_rate``, ``buffer_size``, ...). A key
   that is none of these is an error that lists the valid ones.
 
-rl-baselines3-zoo's files load too: ``"dict(...)"`` strings are parsed as literals (see
-:mod:`her_wrap.runs.literals`), ``replay_buffer_class: HerReplayBuffer`` with its ``replay_buffer_kwargs``
+rl-baselines3-zoo's files load too (see :mod:`her_wrap.runs.zoo_translation`): ``"dict(...)"`` strings
+are parsed as literals, ``replay_buffer_class: HerReplayBuffer`` with its ``replay_buffer_kwargs``
 and the old top-level ``n_sampled_goal``/``goal_selection_strategy``/``online_sampling`` become the ``her``
 section, and when an entry has no ``model_class`` the learner comes from ``--algo`` or the file name
 (``tqc.yml``).
@@ -46,26 +46,51 @@ import copy
 import difflib
 import inspect
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from her_wrap.core.settings import SETTING_NAMES, HindsightSettings
 from her_wrap.runs.env_versions import with_other_version_entry
 from her_wrap.runs.errors import UsageError
-from her_wrap.runs.learners import canonical_learner_name, learner_parameters
-from her_wrap.runs.literals import looks_like_python_mapping, parse_python_literal
-from her_wrap.runs.yaml_io import load_yaml_file, parse_yaml
-from her_wrap.sb3.learners import DISCRETE_ACTION_LEARNERS, LEARNERS
+from her_wrap.runs.model_classes import canonical_learner_name, learner_parameters
+from her_wrap.runs.overrides import apply_overrides, parse_override, parse_override_value, set_in
+from her_wrap.runs.run_config import RunConfig, hindsight_settings
+from her_wrap.runs.yaml_io import load_yaml_file
+from her_wrap.runs.zoo_translation import (
+    HER_SETTINGS,
+    algo_from_file_name,
+    parse_literal_strings,
+    translate_zoo_keys,
+)
+from her_wrap.sb3.learners import DISCRETE_ACTION_LEARNERS
 from her_wrap.sb3.update_options import UPDATE_OPTION_NAMES, UpdateOptions
+
+# Names that moved to modules of their own, still importable from here.
+__all__ = [
+    "DEFAULT_ENTRY",
+    "HER_SETTINGS",
+    "ConfigEntry",
+    "RunConfig",
+    "algo_from_file_name",
+    "apply_overrides",
+    "build_run_config",
+    "deep_merge",
+    "hindsight_settings",
+    "load_entry",
+    "load_run_config",
+    "parse_literal_strings",
+    "parse_override",
+    "parse_override_value",
+    "read_entries",
+    "select_entry",
+    "set_in",
+    "translate_zoo_keys",
+    "validate_file",
+]
 
 #: Name of the entry merged under every other entry.
 DEFAULT_ENTRY = "default"
-
-#: Keys of the ``her`` section: the hindsight settings (:class:`her_wrap.HindsightSettings`), HER's
-#: ``store_infos`` and its update options (:class:`her_wrap.sb3.update_options.UpdateOptions`; ``clip_target``
-#: may also be ``true``, the return range of -1 / 0 rewards).
-HER_SETTINGS: tuple[str, ...] = (*SETTING_NAMES, "store_infos", *UPDATE_OPTION_NAMES)
 
 #: Keys of an entry that are not learner kwargs.
 RUN_KEYS: tuple[str, ...] = (
@@ -93,57 +118,8 @@ VEC_NORMALIZE_KEYS = (
     "norm_obs_keys",
 )
 
-# Zoo keys that name Python code to import: her_wrap never imports code a config names.
-_CODE_KEYS = ("env_wrapper", "vec_env_wrapper", "callback", "frame_stack")
-# Zoo HER keys her_wrap has no use for: its storage needs no episode length, infos are never deep-copied.
-_IGNORED_ZOO_HER_KEYS = ("max_episode_length", "copy_info_dict", "handle_timeout_termination")
-# Zoo HER key names -> her_wrap's.
-_ZOO_HER_RENAMES = {"online_sampling": "online"}
 _INTEGER_KEYS = ("n_timesteps", "n_envs", "num_threads")
 _INTEGER_HER_KEYS = ("n_sampled_goal", "laber_m")
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """A validated config entry: everything a run needs besides the command-line flags.
-
-    Every value is plain data (numbers, strings, lists, mappings), so :meth:`to_entry` writes it back as
-    YAML that loads into the same config.
-    """
-
-    env_id: str
-    model_class: str
-    n_timesteps: int
-    policy: str = "MultiInputPolicy"
-    n_envs: int = 1
-    #: torch CPU threads (``None``: the command's default)
-    num_threads: int | None = None
-    her: dict[str, Any] = field(default_factory=dict)
-    learner_kwargs: dict[str, Any] = field(default_factory=dict)
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    #: HER's ``normalize``: ``False``, ``True`` (HER's defaults) or ``VecNormalize`` arguments over them
-    normalize: bool | dict[str, Any] = False
-    noise_type: str | None = None
-    noise_std: float | None = None
-
-    def to_entry(self) -> dict[str, Any]:
-        """The config as a native entry (what ``config.yml`` holds under the env id)."""
-        entry: dict[str, Any] = {
-            "model_class": self.model_class,
-            "policy": self.policy,
-            "n_timesteps": self.n_timesteps,
-            "n_envs": self.n_envs,
-            "her": copy.deepcopy(self.her),
-            **copy.deepcopy(self.learner_kwargs),
-            "env_kwargs": copy.deepcopy(self.env_kwargs),
-            "normalize": copy.deepcopy(self.normalize),
-        }
-        if self.num_threads is not None:
-            entry["num_threads"] = self.num_threads
-        if self.noise_type is not None:
-            entry["noise_type"] = self.noise_type
-            entry["noise_std"] = self.noise_std
-        return entry
 
 
 def _one_line(values: Iterable[str]) -> str:
@@ -200,102 +176,6 @@ def select_entry(entries: Mapping[str, dict[str, Any]], env_id: str, source: str
     return deep_merge(entries.get(DEFAULT_ENTRY, {}), entries[env_id])
 
 
-def _parse_literal_strings(value: Any) -> Any:
-    if looks_like_python_mapping(value):
-        return parse_python_literal(value)
-    if isinstance(value, dict):
-        return {key: _parse_literal_strings(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_parse_literal_strings(item) for item in value]
-    return value
-
-
-def translate_zoo_keys(entry: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """Rewrite rl-baselines3-zoo forms into her_wrap's: literal strings parsed, HER keys into ``her``.
-
-    Native entries pass through unchanged (apart from ``"dict(...)"`` strings, which are parsed wherever
-    they appear).
-
-    :param entry: one entry, as read
-    :param where: ``"file: env id"`` for error messages
-    :raises UsageError: for a replay buffer other than HER, a HER key given twice, or a key that names code
-    """
-    result: dict[str, Any] = _parse_literal_strings(dict(entry))
-    for key in _CODE_KEYS:
-        if key in result:
-            raise UsageError(
-                f"{where}: {key!r} is not supported: her_wrap does not import code named in a config; "
-                "remove it from the entry"
-            )
-    her = dict(result.pop("her", None) or {})
-    zoo_her: dict[str, Any] = {}
-    buffer_class = result.pop("replay_buffer_class", None)
-    buffer_kwargs = result.pop("replay_buffer_kwargs", None) or {}
-    if buffer_class is not None:
-        if str(buffer_class).rsplit(".", 1)[-1] != "HerReplayBuffer":
-            raise UsageError(
-                f"{where}: replay_buffer_class {buffer_class!r} is not supported; her_wrap runs HER "
-                "(replay_buffer_class: HerReplayBuffer, or leave it out)"
-            )
-        if not isinstance(buffer_kwargs, dict):
-            raise UsageError(f"{where}: replay_buffer_kwargs must be a mapping, got {buffer_kwargs!r}")
-        zoo_her.update(buffer_kwargs)
-    for key in (*HER_SETTINGS, *_ZOO_HER_RENAMES, *_IGNORED_ZOO_HER_KEYS):
-        if key in result:
-            zoo_her[key] = result.pop(key)
-    for key, value in zoo_her.items():
-        key = _ZOO_HER_RENAMES.get(key, key)
-        if key in _IGNORED_ZOO_HER_KEYS:
-            continue
-        if key in her and her[key] != value:
-            raise UsageError(f"{where}: HER setting {key!r} is given twice ({her[key]!r} and {value!r})")
-        her[key] = value
-    result["her"] = her
-    return result
-
-
-def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
-    """Parse one ``-params`` item ``key:value`` into a key path and a value.
-
-    The key may be a dotted path into a section (``her.n_sampled_goal:2``, ``env_kwargs.n_bits:12``); a
-    bare HER setting (``n_sampled_goal:2``) goes into ``her`` as in the zoo. The value is read as YAML
-    (``1e-3`` a number, ``[64, 64]`` a list, ``true`` a boolean), and ``"dict(...)"`` as a literal.
-
-    :raises UsageError: when the item has no ``:`` or an empty key
-    """
-    key, separator, raw = text.partition(":")
-    key = key.strip()
-    if not separator or not key:
-        raise UsageError(f"-params expects key:value items, got {text!r}")
-    value = _parse_literal_strings(parse_yaml(raw, source=f"-params {key}"))
-    path = tuple(part for part in key.split("."))
-    if len(path) == 1 and (path[0] in HER_SETTINGS or path[0] in _ZOO_HER_RENAMES):
-        path = ("her", _ZOO_HER_RENAMES.get(path[0], path[0]))
-    if any(not part for part in path):
-        raise UsageError(f"-params key {key!r} has an empty part")
-    return path, value
-
-
-def set_in(entry: dict[str, Any], path: Sequence[str], value: Any) -> None:
-    """Set ``entry[path[0]][path[1]]... = value`` in place, creating sections that are missing."""
-    target = entry
-    for part in path[:-1]:
-        child = target.get(part)
-        if not isinstance(child, dict):
-            child = {}
-            target[part] = child
-        target = child
-    target[path[-1]] = value
-
-
-def apply_overrides(entry: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """The entry with ``-params`` items applied (see :func:`parse_override`); a new object."""
-    result = copy.deepcopy(dict(entry))
-    for text in overrides:
-        set_in(result, *parse_override(text))
-    return result
-
-
 def _as_integer(value: Any, name: str, where: str, minimum: int | None = None) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -311,7 +191,8 @@ def _integral_default(parameter: inspect.Parameter) -> bool:
     return isinstance(default, int) and not isinstance(default, bool)
 
 
-def _validate_her(her: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _validate_her(her: Mapping[str, Any], where: str) -> tuple[HindsightSettings, dict[str, Any]]:
+    """The ``her`` section as its :class:`HindsightSettings` and HER's other options."""
     unknown = [key for key in her if key not in HER_SETTINGS]
     if unknown:
         raise UsageError(
@@ -327,25 +208,16 @@ def _validate_her(her: Mapping[str, Any], where: str) -> dict[str, Any]:
             f"{where}: her.store_infos must be true, false or null (kept when compute_reward reads them), "
             f"got {result['store_infos']!r}"
         )
-    options = {key: value for key, value in result.items() if key in UPDATE_OPTION_NAMES}
-    if isinstance(options.get("clip_target"), bool):
-        del options["clip_target"]  # true: the bounds follow the learner's gamma (see HER)
+    options = {key: value for key, value in result.items() if key not in SETTING_NAMES}
+    update_options = {key: value for key, value in options.items() if key in UPDATE_OPTION_NAMES}
+    if isinstance(update_options.get("clip_target"), bool):
+        del update_options["clip_target"]  # true: the bounds follow the learner's gamma (see HER)
     try:
         settings = hindsight_settings(result)
-        UpdateOptions.from_dict(options)
+        UpdateOptions.from_dict(update_options)
     except ValueError as error:
         raise UsageError(f"{where}: {error}") from None
-    # The keys given, with the values the settings made of them ("FUTURE" -> "future").
-    normalized = settings.to_dict()
-    return {key: normalized.get(key, value) for key, value in result.items()}
-
-
-def hindsight_settings(her: Mapping[str, Any]) -> HindsightSettings:
-    """The :class:`HindsightSettings` of a ``her`` section (its other keys are HER's own options).
-
-    :raises ValueError: for a bad value
-    """
-    return HindsightSettings.from_dict({key: value for key, value in her.items() if key in SETTING_NAMES})
+    return settings, options
 
 
 def _validate_normalize(value: Any, where: str) -> bool | dict[str, Any]:
@@ -397,7 +269,7 @@ def build_run_config(entry: Mapping[str, Any], env_id: str, where: str, algo: st
     num_threads = entry.pop("num_threads", None)
     if num_threads is not None:
         num_threads = _as_integer(num_threads, "num_threads", where, minimum=1)
-    her = _validate_her(entry.pop("her", None) or {}, where)
+    hindsight, her_options = _validate_her(entry.pop("her", None) or {}, where)
     env_kwargs = entry.pop("env_kwargs", None) or {}
     if not isinstance(env_kwargs, dict):
         raise UsageError(f"{where}: env_kwargs must be a mapping, got {env_kwargs!r}")
@@ -429,19 +301,14 @@ def build_run_config(entry: Mapping[str, Any], env_id: str, where: str, algo: st
         policy=policy,
         n_envs=n_envs,
         num_threads=num_threads,
-        her=her,
+        hindsight=hindsight,
+        her_options=her_options,
         learner_kwargs=learner_kwargs,
         env_kwargs=env_kwargs,
         normalize=normalize,
         noise_type=noise_type,
         noise_std=noise_std,
     )
-
-
-def algo_from_file_name(path: str | Path) -> str | None:
-    """The learner a zoo file is for, from its name (``tqc.yml`` -> ``tqc``), or ``None``."""
-    stem = Path(path).stem.lower()
-    return stem if stem in LEARNERS else None
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from her_wrap.core.settings import SETTING_NAMES
-from her_wrap.runs.config import RunConfig, hindsight_settings
+from her_wrap.runs.config import RunConfig
 from her_wrap.runs.errors import UsageError
 from her_wrap.sb3.learners import DISCRETE_ACTION_LEARNERS
 
@@ -140,9 +139,9 @@ def build_agent(
             config.policy,
             env,
             config.model_class,
-            **hindsight_settings(config.her).as_kwargs(),
+            **config.hindsight.as_kwargs(),
             # store_infos and the update options: HER's own keyword arguments, as the config gives them.
-            **{key: value for key, value in config.her.items() if key not in SETTING_NAMES},
+            **config.her_options,
             normalize=config.normalize,
             seed=seed,
             verbose=verbose,

@@ -16,8 +16,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.core.settings import LaBERVariant
-from her_wrap.core.strategies import GoalSelectionStrategy
 
 KeyPath = tuple[str, ...]
 

@@ -19,8 +19,8 @@ from stable_baselines3.common.save_util import load_from_pkl, save_to_pkl
 from stable_baselines3.common.type_aliases import MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from her_wrap.core.settings import HindsightSettings, LaBERVariant, parse_goal_mix
-from her_wrap.core.strategies import GoalSelectionStrategy
+from her_wrap.core.goal_selection import GoalSelectionStrategy
+from her_wrap.core.settings import HindsightSettings, LaBERVariant
 from her_wrap.envs.registry import make_goal_env
 from her_wrap.sb3.learner_env import DEFAULT_NORMALIZE_KWARGS, normalize_kwargs_of, prepare_learner_env
 from her_wrap.sb3.learners import resolve_model_class
@@ -138,14 +138,14 @@ class HER:
                 layout=None,
                 settings=HindsightSettings(
                     n_sampled_goal=n_sampled_goal,
-                    goal_selection_strategy=GoalSelectionStrategy.parse(goal_selection_strategy),
+                    goal_selection_strategy=goal_selection_strategy,
                     online=online,
                     prioritized=prioritized,
                     alpha=alpha,
                     beta=beta,
-                    laber=None if laber is None else LaBERVariant.parse(laber),
+                    laber=laber,
                     laber_m=laber_m,
-                    goal_mix=None if goal_mix is None else parse_goal_mix(goal_mix),
+                    goal_mix=goal_mix,
                     n_steps=n_steps,
                 ),
                 store_infos=store_infos,

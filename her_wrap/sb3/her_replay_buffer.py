@@ -21,8 +21,8 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy as StableBaselinesStrategy
 
-from her_wrap.core.settings import HindsightSettings, parse_goal_mix
-from her_wrap.core.strategies import GoalSelectionStrategy
+from her_wrap.core.goal_selection import GoalSelectionStrategy
+from her_wrap.core.settings import HindsightSettings
 from her_wrap.sb3.replay_wrapper import HindsightExperienceReplayWrapper
 
 
@@ -143,9 +143,9 @@ class HerReplayBuffer(HindsightExperienceReplayWrapper):
             n_envs=n_envs,
             settings=HindsightSettings(
                 n_sampled_goal=n_sampled_goal,
-                goal_selection_strategy=GoalSelectionStrategy.parse(goal_selection_strategy),
+                goal_selection_strategy=goal_selection_strategy,
                 online=online,
-                goal_mix=None if goal_mix is None else parse_goal_mix(goal_mix),
+                goal_mix=goal_mix,
                 n_steps=n_steps,
             ),
             store_infos=store_infos,

@@ -14,9 +14,8 @@ from stable_baselines3.common.env_util import is_wrapped
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize, unwrap_vec_normalize
 
-from her_wrap.envs.checks import check_goal_env
+from her_wrap.envs.checks import check_goal_env, check_goal_space
 from her_wrap.envs.goal_wrapper import GoalObservationLayout, HERGoalEnvWrapper
-from her_wrap.envs.registry import check_goal_space
 from her_wrap.sb3.persistence import detached_normalizer
 from her_wrap.sb3.vec_flatten import VecGoalFlattenWrapper
 

@@ -19,10 +19,10 @@ from stable_baselines3.common.type_aliases import DictReplayBufferSamples, Repla
 from stable_baselines3.common.vec_env import VecNormalize
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as StableBaselinesHerReplayBuffer
 
+from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.core.replay import HindsightReplay
 from her_wrap.core.settings import HindsightSettings
 from her_wrap.core.storage import FieldSpec
-from her_wrap.core.strategies import GoalSelectionStrategy
 from her_wrap.envs.checks import reads_infos
 from her_wrap.envs.goal_wrapper import GoalObservationLayout
 from her_wrap.sb3.goal_functions import GoalFunctions

@@ -7,16 +7,10 @@ from typing import Any
 import numpy as np
 import torch as th
 
-from her_wrap.core.laber import LaBER, LaBERlazy, LaBERmax, LaBERmean
+from her_wrap.core.laber import LABER_VARIANTS, LaBER
 from her_wrap.core.settings import HindsightSettings, LaBERVariant
 from her_wrap.sb3.replay_wrapper import HindsightExperienceReplayWrapper, Samples
 from her_wrap.sb3.weighted import td_abs
-
-LABER_VARIANTS: dict[LaBERVariant, type[LaBER]] = {
-    LaBERVariant.MEAN: LaBERmean,
-    LaBERVariant.LAZY: LaBERlazy,
-    LaBERVariant.MAX: LaBERmax,
-}
 
 
 class PrioritizedSource:

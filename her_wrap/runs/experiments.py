@@ -1,0 +1,259 @@
+"""The manipulation experiments of ``docs/robotics.md``: tasks, one-change variants, and their runs.
+
+A row of the manipulation table is ``her-wrap train`` with the shipped ``configs/her.yml`` entry of a task
+(:data:`ENTRY_TASKS`), possibly changed by one :data:`VARIANTS` entry (``-params`` items), one run per
+seed; the reference rows run stable-baselines3's own learner and ``HerReplayBuffer`` with
+rl-baselines3-zoo's entry for the task (:data:`REFERENCE_TASKS`). :func:`check_shipped_entry` makes sure a
+recorded run folder ran the row's recipe, and :func:`record_entry_run` turns such a folder into a result
+record (see :mod:`her_wrap.runs.results`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from her_wrap.runs.arguments import default_config_path
+from her_wrap.runs.config import build_run_config, load_run_config, parse_literal_strings
+from her_wrap.runs.errors import UsageError
+from her_wrap.runs.run_layout import RunLayout, layout_of
+from her_wrap.runs.yaml_io import load_yaml_file
+
+#: Env steps between two points of a curve, and fresh episodes per point, of a manipulation row.
+ENTRY_EVAL_FREQ, ENTRY_EVAL_EPISODES = 20_000, 50
+#: Fresh episodes of the end figure of every row (the final agent's greedy success).
+FINAL_EPISODES = 100
+
+
+@dataclass(frozen=True)
+class EntryTask:
+    """A manipulation row: ``her-wrap train`` with the shipped ``configs/her.yml`` entry of ``env_id``.
+
+    :param steps: env steps of a run (``-n``)
+    :param eval_freq: env steps between two points of the curve
+    :param eval_episodes: fresh episodes per point
+    """
+
+    env_id: str
+    steps: int
+    eval_freq: int = ENTRY_EVAL_FREQ
+    eval_episodes: int = ENTRY_EVAL_EPISODES
+
+    def train_arguments(self, seed: int, overrides: tuple[str, ...] = ()) -> list[str]:
+        """The ``her-wrap train`` arguments of one seed (what a recorded run folder is checked against)."""
+        return [
+            "--env", self.env_id, "--seed", str(seed), "-n", str(self.steps),
+            "--eval-freq", str(self.eval_freq), "--eval-episodes", str(self.eval_episodes),
+            "--save-freq", "100000", *(["-params", *overrides] if overrides else []),
+        ]  # fmt: skip
+
+
+ENTRY_TASKS: dict[str, EntryTask] = {
+    "fetch-push-ddpg": EntryTask("FetchPush-v4", 600_000),
+    "fetch-pick-and-place-ddpg": EntryTask("FetchPickAndPlace-v4", 1_500_000),
+    "fetch-slide-ddpg": EntryTask("FetchSlide-v4", 1_500_000),
+    "panda-push-ddpg": EntryTask("PandaPush-v3", 600_000),
+    "panda-pick-and-place-ddpg": EntryTask("PandaPickAndPlace-v3", 800_000),
+}
+
+#: Changes to the shipped entry that a manipulation row can measure, one at a time (``--variant NAME``):
+#: ``-params`` items of ``her-wrap train``. Rows of a variant are keyed ``TASK+NAME``.
+VARIANTS: dict[str, tuple[str, ...]] = {
+    # Half of the relabeled goals from other episodes' desired goals: with 4 relabeled goals per kept one,
+    # 2 future and 2 desired per transition on average (mrl's "futureactual_2_2").
+    "goal-mix": ("her.goal_mix:{future: 0.5, desired: 0.5}",),
+    # LaBER over the recipe's batch: score 4 x 2048 transitions, train on 2048 of them.
+    "laber-mean": ("her.laber:LaBERmean", "her.laber_m:4"),
+    # LaBER's premise at the recipe's cost: score a large batch of 2048, back-propagate through 512.
+    "laber-mean-512": ("her.laber:LaBERmean", "her.laber_m:4", "batch_size:512"),
+    # Prioritized replay (proportional, alpha 0.6, beta 0.4).
+    "per": ("her.prioritized:true",),
+    # Twice the gradient steps per cycle: 40 of batch 2048 every 500 env steps (0.08 per env step).
+    "updates-40": ("gradient_steps:40",),
+    # TD3 instead of DDPG (twin critics, target policy smoothing, the actor updated every second step).
+    "td3": ("model_class:td3",),
+    # Eight relabeled goals per kept one: 8/9 of each batch relabeled instead of 4/5.
+    "n-sampled-goal-8": ("her.n_sampled_goal:8",),
+    # More envs stepped in lockstep: a cycle of train_freq steps then covers 4 (8) envs' steps, so the
+    # gradient steps per env step halve (quarter).
+    "envs-4": ("n_envs:4",),
+    "envs-8": ("n_envs:8",),
+    # Gaussian exploration noise of std 0.1 instead of 0.2.
+    "noise-0.1": ("noise_std:0.1",),
+    # 20% random actions instead of 30%.
+    "random-0.2": ("her.random_action_prob:0.2",),
+    # n-step returns over 2 (3) steps, every reward recomputed for the sample's goal.
+    "n-steps-2": ("her.n_steps:2",),
+    "n-steps-3": ("her.n_steps:3",),
+    # Wider networks at the same update count: 3 x 512 instead of 3 x 256.
+    "wide-512": ("policy_kwargs.net_arch:[512, 512, 512]",),
+}
+
+
+@dataclass(frozen=True)
+class ReferenceTask:
+    """What a user would pick instead: SB3's learner and ``HerReplayBuffer`` with the zoo's entry.
+
+    :param zoo_algo: the zoo's hyperparameter file (``tqc`` reads ``rl_zoo3/hyperparams/tqc.yml``)
+    :param zoo_entry: the entry's key there (the zoo keeps the Fetch tasks under their v1 ids)
+    :param minutes: wall-clock budget of training, evaluations left out
+    :param eval_freq: env steps between two points of the curve
+    """
+
+    env_id: str
+    zoo_algo: str
+    zoo_entry: str
+    minutes: float
+    eval_freq: int
+    eval_episodes: int = 20
+
+
+#: Each budget is the shipped entry's training minutes on seed 0 to its target: 0.8 for FetchPickAndPlace,
+#: 0.5 for FetchSlide, 0.9 for PandaPush (for FetchPush, its whole 600k-step run), so a row shows where the
+#: zoo's recipe stands when her_wrap's gets there.
+REFERENCE_TASKS: dict[str, ReferenceTask] = {
+    "fetch-push-zoo-tqc": ReferenceTask("FetchPush-v4", "tqc", "FetchPush-v1", 25.0, 1_000),
+    "fetch-pick-and-place-zoo-tqc": ReferenceTask(
+        "FetchPickAndPlace-v4", "tqc", "FetchPickAndPlace-v1", 48.0, 2_000
+    ),
+    "fetch-slide-zoo-tqc": ReferenceTask("FetchSlide-v4", "tqc", "FetchSlide-v1", 33.0, 1_000),
+    "panda-push-zoo-tqc": ReferenceTask("PandaPush-v3", "tqc", "PandaPush-v1", 19.0, 1_000),
+}
+
+
+def variant_overrides(variant: str | None) -> tuple[str, ...]:
+    """The ``-params`` items of a variant (none for ``None``).
+
+    :raises UsageError: for an unknown variant, listing the known ones
+    """
+    if variant is None:
+        return ()
+    if variant not in VARIANTS:
+        raise UsageError(f"unknown variant {variant!r}; the variants: {', '.join(sorted(VARIANTS))}")
+    return VARIANTS[variant]
+
+
+def check_shipped_entry(
+    task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = ()
+) -> tuple[RunLayout, dict[str, Any]]:
+    """The run folder's layout and arguments, once its run is the task's command with the shipped entry
+    (changed by ``overrides``, a variant's ``-params``).
+
+    The entries are compared once validated, so an entry written by another version of ``her-wrap train``
+    (keys spelled or ordered differently) is the same recipe when it means the same.
+
+    :raises UsageError: naming the first difference (another entry, budget or evaluation schedule)
+    """
+    layout = layout_of(run_dir)
+    if layout is None:
+        raise UsageError(f"{run_dir} is not a her-wrap train run folder (no <env id>/args.yml in it)")
+    args = load_yaml_file(layout.args_path)
+    (entry,) = load_yaml_file(layout.config_path).values()
+    if args.get("env") != task.env_id:
+        raise UsageError(f"{run_dir} trained {args.get('env')}, not {task.env_id}")
+    for name, value in (("n_timesteps", task.steps), ("eval_freq", task.eval_freq)):
+        recorded = entry.get(name) if name == "n_timesteps" else args.get(name)
+        if recorded != value:
+            raise UsageError(f"{run_dir}: {name} is {recorded}, the task's is {value}")
+    if args.get("eval_episodes") != task.eval_episodes:
+        raise UsageError(f"{run_dir}: eval_episodes is {args.get('eval_episodes')}, not {task.eval_episodes}")
+    shipped = load_run_config(default_config_path(), task.env_id, overrides=overrides, n_timesteps=task.steps)
+    ran = build_run_config(entry, task.env_id, str(layout.config_path))
+    differences = sorted(
+        key
+        for key in {*shipped.to_entry(), *ran.to_entry()}
+        if shipped.to_entry().get(key) != ran.to_entry().get(key)
+    )
+    if differences:
+        raise UsageError(
+            f"{run_dir} ran another entry than the shipped configs/her.yml one for {task.env_id}"
+            f"{' with ' + ' '.join(overrides) if overrides else ''} (differs in {', '.join(differences)}); "
+            "pass the --variant it ran"
+        )
+    return layout, args
+
+
+def final_success(model: Any, env_id: str, seed: int) -> float:
+    """Greedy success of a trained agent on :data:`FINAL_EPISODES` fresh episodes (a row's end figure)."""
+    from her_wrap.envs.registry import make_goal_env
+    from her_wrap.sb3.evaluation import success_rate
+
+    final = success_rate(model, make_goal_env(env_id), FINAL_EPISODES, seed=1_000_000 + seed)
+    print(f"  final greedy success on {FINAL_EPISODES} fresh episodes: {final:.2f}", flush=True)
+    return final
+
+
+def record_entry_run(
+    task_name: str, task: EntryTask, run_dir: Path, variant: str | None = None
+) -> dict[str, Any]:
+    """The record of a finished ``her-wrap train`` run of ``task`` (with ``variant``'s changes): its curve,
+    and its final agent on :data:`FINAL_EPISODES` fresh episodes."""
+    from her_wrap.envs.registry import make_goal_env
+    from her_wrap.sb3.her import HER
+
+    overrides = variant_overrides(variant)
+    layout, args = check_shipped_entry(task, run_dir, overrides)
+    seed = int(args["seed"])
+    with np.load(layout.evaluations_path) as data:
+        steps = [int(value) for value in data["timesteps"]]
+        successes = [float(row.mean()) for row in data["successes"]]
+        seconds = [float(value) for value in data["train_seconds"]]
+    model = HER.load(str(layout.final_model_path), env=make_goal_env(task.env_id), device="cpu")
+    final = final_success(model, task.env_id, seed)
+    config = load_run_config(layout.config_path, task.env_id)
+    return {
+        "kind": "entry",
+        "env_id": task.env_id,
+        "learner": config.model_class.upper(),
+        "seed": seed,
+        "steps": steps[-1],
+        "final_success": final,
+        "curve_steps": steps,
+        "curve_success": successes,
+        "curve_seconds": seconds,
+        "train_seconds": seconds[-1],
+        "eval_episodes": task.eval_episodes,
+        "num_threads": args.get("num_threads"),
+        "load_average": os.getloadavg(),
+        "run_dir": str(run_dir),
+        "settings": config.to_entry(),
+        "variant": variant,
+        "overrides": list(overrides),
+        "command": f"python scripts/robotics_results.py run {task_name} --seeds {seed}"
+        + (f" --variant {variant}" if variant else ""),
+        "train_command": "her-wrap train " + " ".join(task.train_arguments(seed, overrides)),
+    }
+
+
+def run_entry(
+    task_name: str, task: EntryTask, seed: int, log_folder: Path, variant: str | None = None
+) -> dict[str, Any]:
+    """Train one seed with ``her-wrap train`` in a child process and return its record."""
+    arguments = task.train_arguments(seed, variant_overrides(variant))
+    command = [sys.executable, "-m", "her_wrap.runs.cli", "train", *arguments, "-f", str(log_folder)]
+    print(" ".join(command), flush=True)
+    lines = []
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith(("Run folder:", "Eval num_timesteps")):
+                print("  " + line.rstrip(), flush=True)
+    if process.returncode != 0:
+        raise UsageError(f"her-wrap train failed:\n{''.join(lines[-20:])}")
+    run_dir = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("Run folder:"))
+    return record_entry_run(task_name, task, Path(run_dir), variant)
+
+
+def zoo_entry(task: ReferenceTask) -> dict[str, Any]:
+    """The zoo's hyperparameters of ``task`` from the installed rl_zoo3, ``dict(...)`` strings parsed."""
+    import rl_zoo3
+
+    path = Path(rl_zoo3.__file__).parent / "hyperparams" / f"{task.zoo_algo}.yml"
+    return parse_literal_strings(dict(load_yaml_file(path)[task.zoo_entry]))

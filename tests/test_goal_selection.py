@@ -1,0 +1,139 @@
+"""Goal selection as one concept: strategies and goal sources in one module, each value parsed once,
+and the module paths they had before still importable (with a DeprecationWarning naming the new one)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+
+from her_wrap import HindsightReplayBuffer, HindsightSettings
+from her_wrap.core import goal_selection
+from her_wrap.core.goal_selection import DesiredGoal, GoalSelectionStrategy, GoalSource
+
+
+def fresh_import(module_name: str):
+    """Import a module as a first import would (its import-time warning included)."""
+    sys.modules.pop(module_name, None)
+    return importlib.import_module(module_name)
+
+
+# ---------------------------------------------------------------- one concept, one set of members
+
+
+@pytest.mark.parametrize("strategy", list(GoalSelectionStrategy))
+def test_a_goal_source_that_is_a_strategy_is_that_strategy_member(strategy):
+    assert getattr(GoalSource, strategy.name) is strategy
+
+
+def test_the_sources_are_the_four_strategies_and_desired_goals():
+    assert GoalSource.MEMBERS == (*GoalSelectionStrategy, DesiredGoal.DESIRED)
+
+
+def test_goal_source_parses_names_in_any_case():
+    assert [GoalSource.parse("Episode"), GoalSource("DESIRED")] == [
+        GoalSelectionStrategy.EPISODE,
+        DesiredGoal.DESIRED,
+    ]
+
+
+def test_an_unknown_goal_source_is_refused_naming_the_valid_ones():
+    with pytest.raises(ValueError, match="Unknown goal source 'past' in goal_mix; use 'future', 'final'"):
+        GoalSource.parse("past")
+
+
+def test_a_single_strategy_reaches_the_draws_as_its_own_member():
+    sources = HindsightSettings(goal_selection_strategy="final").goal_sources
+    assert sources == ((GoalSelectionStrategy.FINAL, 1.0),) and sources[0][0] is GoalSelectionStrategy.FINAL
+
+
+def test_a_goal_mix_holds_strategy_members_and_the_desired_source():
+    mix = HindsightSettings(goal_mix={"desired": 1, "FUTURE": 3}).goal_mix
+    assert mix is not None
+    assert [type(source) for source, _ in mix] == [GoalSelectionStrategy, DesiredGoal]
+
+
+# ---------------------------------------------------------------- parsed once
+
+
+@pytest.fixture
+def strategy_parses(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every value GoalSelectionStrategy.parse is called with, from now on."""
+    calls: list[object] = []
+    parse = GoalSelectionStrategy.parse.__func__  # type: ignore[attr-defined]
+
+    def counting(cls, value):
+        calls.append(value)
+        return parse(cls, value)
+
+    monkeypatch.setattr(GoalSelectionStrategy, "parse", classmethod(counting))
+    return calls
+
+
+def test_hindsight_settings_parses_the_raw_strategy_once(strategy_parses):
+    settings = HindsightSettings(goal_selection_strategy="EPISODE")
+    assert (
+        strategy_parses == ["EPISODE"] and settings.goal_selection_strategy is GoalSelectionStrategy.EPISODE
+    )
+
+
+def test_the_cpprb_api_buffer_hands_its_raw_strategy_to_the_settings(strategy_parses):
+    buffer = HindsightReplayBuffer(
+        20,
+        {"obs": {"shape": 2}, "act": {"shape": 1}, "next_obs": {"shape": 2}},
+        5,
+        lambda s, a, g: s[:, 0],
+        strategy="Final",
+        additional_goals=4,
+    )
+    assert strategy_parses[0] == "Final"
+    assert (buffer.strategy, buffer.additional_goals) == (GoalSelectionStrategy.FINAL, 1)
+
+
+# ---------------------------------------------------------------- the paths of before
+
+
+def test_the_strategies_module_warns_and_gives_the_same_objects():
+    with pytest.warns(DeprecationWarning, match="her_wrap.core.goal_selection"):
+        strategies = fresh_import("her_wrap.core.strategies")
+    assert strategies.GoalSelectionStrategy is GoalSelectionStrategy
+    assert strategies.KEY_TO_GOAL_STRATEGY is goal_selection.KEY_TO_GOAL_STRATEGY
+
+
+def test_the_standalone_module_warns_and_gives_the_same_buffer():
+    with pytest.warns(DeprecationWarning, match="her_wrap.core.hindsight_replay_buffer"):
+        standalone = fresh_import("her_wrap.core.standalone")
+    assert standalone.HindsightReplayBuffer is HindsightReplayBuffer
+    assert HindsightReplayBuffer.__module__ == "her_wrap.core.hindsight_replay_buffer"
+
+
+@pytest.mark.parametrize("name", ["GoalSource", "parse_goal_mix"])
+def test_names_that_left_settings_warn_and_still_work(name):
+    settings_module = importlib.import_module("her_wrap.core.settings")
+    with pytest.warns(DeprecationWarning, match=f"{name} moved: import it from her_wrap.core.goal_selection"):
+        moved = getattr(settings_module, name)
+    assert moved is getattr(goal_selection, name)
+
+
+def test_old_storage_names_still_import_from_storage():
+    from her_wrap.core import fields, storage, storage_writes
+
+    assert (storage.FieldSpec, storage.FieldGroup, storage.AddReport) == (
+        fields.FieldSpec,
+        fields.FieldGroup,
+        storage_writes.AddReport,
+    )
+
+
+def test_a_buffer_shows_its_settings_fields_read_only():
+    buffer = HindsightReplayBuffer(
+        20,
+        {"obs": {"shape": 2}, "act": {"shape": 1}, "next_obs": {"shape": 2}},
+        5,
+        lambda s, a, g: s[:, 0],
+        online=False,
+    )
+    with pytest.raises(AttributeError, match="online is read from the hindsight settings"):
+        buffer.online = True  # type: ignore[misc]
+    assert (buffer.online, buffer.prioritized) == (buffer.settings.online, buffer.settings.prioritized)

@@ -1,0 +1,34 @@
+"""``model_class`` names of a config: :mod:`her_wrap.runs.model_classes`, and its deprecated old path."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+
+from her_wrap.runs.errors import UsageError
+from her_wrap.runs.model_classes import canonical_learner_name, learner_parameters
+
+
+def test_a_model_class_name_is_read_in_any_case() -> None:
+    assert canonical_learner_name("SAC") == "sac"
+
+
+def test_an_unknown_model_class_is_a_usage_error_listing_the_valid_ones() -> None:
+    with pytest.raises(UsageError, match="sac"):
+        canonical_learner_name("sacc")
+
+
+def test_learner_parameters_leave_out_what_the_run_sets_itself() -> None:
+    parameters = learner_parameters("ddpg")
+    assert "learning_rate" in parameters
+    assert "replay_buffer_class" not in parameters and "env" not in parameters
+
+
+def test_the_old_module_path_warns_naming_the_new_one_and_gives_the_same_functions() -> None:
+    sys.modules.pop("her_wrap.runs.learners", None)
+    with pytest.warns(DeprecationWarning, match="her_wrap.runs.model_classes"):
+        old = importlib.import_module("her_wrap.runs.learners")
+    assert old.canonical_learner_name is canonical_learner_name
+    assert old.learner_parameters is learner_parameters
