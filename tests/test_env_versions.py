@@ -93,7 +93,7 @@ def test_installed_zoo_tqc_file_trains_fetch_reach_v4_from_its_v1_entry(
     rl_zoo3 = pytest.importorskip("rl_zoo3", reason="the zoo extra (pip install -e '.[zoo]')")
     path = Path(rl_zoo3.__file__).parent / "hyperparams" / "tqc.yml"
     config = load_run_config(path, "FetchReach-v4", overrides=["learning_rate:3e-4"])
-    assert (config.model_class, config.learner_kwargs["learning_rate"], config.her["n_sampled_goal"]) == (
+    assert (config.model_class, config.learner_kwargs["learning_rate"], config.hindsight.n_sampled_goal) == (
         "tqc",
         3e-4,
         4,
