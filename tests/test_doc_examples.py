@@ -46,7 +46,10 @@ def run_her_wrap(argv: list[str], where: str) -> None:
     full = [*argv[1:], *budget]
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-        status = main(full)
+        try:
+            status = main(full)
+        except SystemExit as exit_:  # argparse: an unknown option or subcommand
+            status = exit_.code
     assert status == 0, f"{where}: her-wrap {' '.join(full)} exited {status}:\n{output.getvalue()[-3000:]}"
 
 
@@ -157,6 +160,11 @@ def test_a_marker_away_from_a_fence_is_an_error(tmp_path: Path) -> None:
     page.write_text("<!-- docs-test: skip needs a server -->\nSome text.\n\n```bash\nls\n```\n")
     with pytest.raises(ValueError, match="right before a fence"):
         fenced_blocks(page)
+
+
+def test_a_renamed_her_wrap_option_is_caught() -> None:
+    with pytest.raises(AssertionError, match="exited 2"):
+        run_her_wrap(["her-wrap", "train", "--env", "BitFlipping-v0", "--no-such-option"], "here")
 
 
 def test_a_renamed_script_option_is_caught() -> None:
