@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from her_wrap.core.settings import SETTING_NAMES, HindsightSettings
+from her_wrap.runs.env_versions import with_other_version_entry
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.model_classes import canonical_learner_name, learner_parameters
 from her_wrap.runs.overrides import apply_overrides, parse_override, parse_override_value, set_in
@@ -353,7 +354,8 @@ def load_entry(
     """
     source = str(path)
     where = f"{source}: {env_id}"
-    entry = translate_zoo_keys(select_entry(read_entries(path), env_id, source), where)
+    entries = with_other_version_entry(read_entries(path), env_id, source)
+    entry = translate_zoo_keys(select_entry(entries, env_id, source), where)
     entry = apply_overrides(entry, overrides)
     if algo is not None:
         entry["model_class"] = algo

@@ -1,0 +1,172 @@
+"""Every fenced command and Python example of README.md and the docs pages runs, on tiny budgets.
+
+Each page runs top to bottom in a fresh folder (its Python blocks share one namespace, so a block may
+use what an earlier one made). Markers before a block (see ``doc_blocks``) skip it with a reason, shrink
+its budget, or write it to a file. Besides the markers, commands are run this way:
+
+- ``her-wrap SUBCOMMAND ...`` runs in this process with tiny budgets appended (the last value of an
+  option wins): ``train`` and ``optimize`` for 200 env steps with one-episode evaluations, ``enjoy`` for
+  one episode; a ``train -i`` that resumes a run goes on to 400 env steps.
+- ``make TARGET``: TARGET must be a target of the Makefile (they set up a virtualenv and run for minutes).
+- ``python scripts/NAME.py ...`` reproduces a published measurement (minutes to hours): the script must
+  exist and define every ``--option`` the command gives.
+- ``pip install`` must carry a skip marker: the tests run offline in the installed environment.
+- Anything else (``python -m rl_zoo3.train ...``, ``mkdir ...``) runs in a shell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from doc_blocks import PAGES, REPO, SHELL_LANGUAGES, Block, fenced_blocks, shell_commands
+
+TINY_BUDGETS = {
+    "train": ["-n", "200", "--eval-freq", "100", "--eval-episodes", "1"],
+    "optimize": ["-n", "200", "--n-trials", "1", "--n-evaluations", "1", "--eval-episodes", "1"],
+    "enjoy": ["-n", "1"],
+}
+RESUMED_STEPS = "400"
+
+
+def run_her_wrap(argv: list[str], where: str) -> None:
+    from her_wrap.runs.cli import main
+
+    budget = TINY_BUDGETS.get(argv[1], [])
+    if argv[1] == "train" and {"-i", "--trained-agent"} & set(argv):
+        budget = [*budget, "-n", RESUMED_STEPS]  # a resumed run trains on past what it has done
+    full = [*argv[1:], *budget]
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        try:
+            status = main(full)
+        except SystemExit as exit_:  # argparse: an unknown option or subcommand
+            status = exit_.code
+    assert status == 0, f"{where}: her-wrap {' '.join(full)} exited {status}:\n{output.getvalue()[-3000:]}"
+
+
+def check_make_target(target: str, where: str) -> None:
+    targets = re.findall(r"^([\w-]+):", (REPO / "Makefile").read_text(), flags=re.MULTILINE)
+    assert target in targets, f"{where}: 'make {target}' is not a target of the Makefile"
+
+
+def check_script_options(argv: list[str], where: str) -> None:
+    script = REPO / argv[1]
+    assert script.is_file(), f"{where}: {argv[1]} does not exist"
+    source = script.read_text()
+    missing = [option for option in argv[2:] if option.startswith("--") and f'"{option}"' not in source]
+    assert missing == [], f"{where}: {argv[1]} defines no option {missing}"
+
+
+def run_shell(line: str, cwd: Path, where: str) -> None:
+    bin_dir = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(REPO)}
+    completed = subprocess.run(
+        ["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 0, (
+        f"{where}: {line}\nexit {completed.returncode}\n{completed.stdout[-2000:]}\n{completed.stderr[-2000:]}"
+    )
+
+
+def run_shell_block(block: Block, cwd: Path) -> None:
+    for line, argv in shell_commands(block.code):
+        where = f"{block.where}: {line}"
+        if argv[0] == "her-wrap":
+            run_her_wrap(argv, where)
+        elif argv[0] == "make":
+            check_make_target(argv[1], where)
+        elif argv[0] == "python" and len(argv) > 1 and argv[1].startswith("scripts/"):
+            check_script_options(argv, where)
+        elif argv[0] == "pip" or argv[1:2] == ["-m", "pip"]:
+            pytest.fail(f"{where}: installs packages; mark the block <!-- docs-test: skip REASON -->")
+        else:
+            run_shell(line, cwd, where)
+
+
+MAX_LEARN_STEPS = 1_000
+
+
+def check_budget(block: Block) -> None:
+    """A ``learn(N)`` call of a Python block runs at most a tiny budget (a replace marker shrinks it)."""
+    budgets = [int(steps.replace("_", "")) for steps in re.findall(r"\.learn\((\d[\d_]*)", block.code)]
+    assert all(steps <= MAX_LEARN_STEPS for steps in budgets), (
+        f"{block.where}: learn({max(budgets)}) is no tiny budget; shrink it with "
+        "<!-- docs-test: replace 50_000 => 150 -->"
+    )
+
+
+def run_page(page: Path, cwd: Path) -> None:
+    namespace: dict[str, Any] = {"__name__": "__doc_example__"}
+    for block in fenced_blocks(page):
+        if block.skip is not None:
+            continue
+        if block.file is not None:
+            (cwd / block.file).parent.mkdir(parents=True, exist_ok=True)
+            (cwd / block.file).write_text(block.code, encoding="utf-8")
+        elif block.language == "python":
+            check_budget(block)
+            exec(compile(block.code, block.where, "exec"), namespace)
+        elif block.language in SHELL_LANGUAGES:
+            run_shell_block(block, cwd)
+
+
+@pytest.fixture
+def page_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh folder to run a page in, importable, with ``zoo/`` holding the installed rl-zoo3's files."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with contextlib.suppress(ImportError):
+        import rl_zoo3
+
+        (tmp_path / "zoo").symlink_to(Path(rl_zoo3.__file__).parent)
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as her-wrap runs: small networks are fastest on one thread
+    yield tmp_path
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(REPO)))
+def test_page_examples_run(page: Path, page_folder: Path) -> None:
+    run_page(page, page_folder)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(REPO)))
+def test_every_skipped_block_says_why(page: Path) -> None:
+    assert [
+        block.where for block in fenced_blocks(page) if block.skip is not None and len(block.skip) < 10
+    ] == []
+
+
+def test_a_replacement_missing_from_its_block_is_an_error(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("<!-- docs-test: replace 50_000 => 300 -->\n```python\nmodel.learn(20_000)\n```\n")
+    with pytest.raises(ValueError, match="does not occur in the block"):
+        fenced_blocks(page)
+
+
+def test_a_marker_away_from_a_fence_is_an_error(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("<!-- docs-test: skip needs a server -->\nSome text.\n\n```bash\nls\n```\n")
+    with pytest.raises(ValueError, match="right before a fence"):
+        fenced_blocks(page)
+
+
+def test_a_renamed_her_wrap_option_is_caught() -> None:
+    with pytest.raises(AssertionError, match="exited 2"):
+        run_her_wrap(["her-wrap", "train", "--env", "BitFlipping-v0", "--no-such-option"], "here")
+
+
+def test_a_renamed_script_option_is_caught() -> None:
+    with pytest.raises(AssertionError, match="defines no option"):
+        check_script_options(["python", "scripts/bench_replay.py", "--no-such-option"], "here")
