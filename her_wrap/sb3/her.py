@@ -22,6 +22,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from her_wrap.core.settings import HindsightSettings, LaBERVariant, parse_goal_mix
 from her_wrap.core.strategies import GoalSelectionStrategy
 from her_wrap.envs.registry import make_goal_env
+from her_wrap.sb3.distributed import with_distributed_training
 from her_wrap.sb3.learner_env import DEFAULT_NORMALIZE_KWARGS, normalize_kwargs_of, prepare_learner_env
 from her_wrap.sb3.learners import resolve_model_class
 from her_wrap.sb3.persistence import (
@@ -363,13 +364,14 @@ class HER:
     ) -> HER:
         """Train the learner; see ``OffPolicyAlgorithm.learn``.
 
-        A run that resets the env closes the episodes the buffer had in progress.
+        A run that resets the env closes the episodes the buffer had in progress. In a process group of
+        several workers, the workers train one learner together (see :mod:`her_wrap.sb3.distributed`).
         """
         if reset_num_timesteps or self.model._last_obs is None:
             self.replay_buffer.end_open_episodes()
         self.model.learn(
             total_timesteps,
-            callback=callback,
+            callback=with_distributed_training(callback, self.normalizer),
             log_interval=log_interval,
             tb_log_name=tb_log_name,
             reset_num_timesteps=reset_num_timesteps,
