@@ -272,7 +272,8 @@ def _unpack(
 
 def check_shared_settings(model: OffPolicyAlgorithm) -> None:
     """Raise a ``ValueError`` when this learner's settings cannot be shared or differ between workers."""
-    if model.train_freq.unit != TrainFrequencyUnit.STEP:
+    # SB3 turns the train_freq it is given into a TrainFreq in _setup_model.
+    if getattr(model.train_freq, "unit", TrainFrequencyUnit.STEP) != TrainFrequencyUnit.STEP:
         raise ValueError(
             "train_freq counted in episodes cannot be shared by several workers (their episodes end at "
             "different steps, so they would train at different times): give train_freq in steps."
