@@ -27,7 +27,7 @@ def _init(rank: int, world: int, port: int, timeout_s: float = 60.0) -> None:
     )
 
 
-def _model(learner: str, rank: int, normalize: bool):
+def _model(learner: str, rank: int, normalize: bool, batch_size: int = 8):
     from her_wrap import HER, BitFlippingEnv
 
     continuous = learner != "dqn"
@@ -39,7 +39,7 @@ def _model(learner: str, rank: int, normalize: bool):
         n_sampled_goal=2,
         normalize=normalize,
         learning_starts=16,
-        batch_size=8,
+        batch_size=batch_size,
         buffer_size=1000,
         train_freq=4,
         gradient_steps=2,
@@ -90,12 +90,71 @@ def train_forever(rank: int, world: int, out: Path, learner: str) -> None:
         sys.exit(3)
 
 
+def one_step_data(rank: int) -> tuple[th.Tensor, th.Tensor]:
+    """Rank ``rank``'s batch for :func:`one_step` (the test rebuilds both ranks' batches)."""
+    generator = th.Generator().manual_seed(rank)
+    return th.randn(16, 5, generator=generator), th.randn(16, 2, generator=generator)
+
+
+def statistics_data(rank: int, part: int) -> np.ndarray:
+    """Rank ``rank``'s observations of rollout ``part`` for :func:`statistics`."""
+    return np.random.default_rng(10 * rank + part).normal(rank, 1.0 + part, size=(7 + 5 * rank + part, 3))
+
+
+def units(rank: int, world: int, out: Path, learner: str) -> None:
+    """One averaged Adam step of a linear model, and normalizer statistics combined after two rollouts."""
+    from types import SimpleNamespace
+
+    from stable_baselines3.common.running_mean_std import RunningMeanStd
+
+    from her_wrap.sb3.distributed import GradientAverager, NormalizerSync
+
+    th.manual_seed(0)
+    model = th.nn.Linear(5, 2)
+    optimizer = th.optim.Adam(model.parameters(), lr=0.01)
+    GradientAverager([optimizer]).attach()
+    inputs, targets = one_step_data(rank)
+    optimizer.zero_grad()
+    th.nn.functional.mse_loss(model(inputs), targets).backward()
+    optimizer.step()
+
+    normalizer = SimpleNamespace(
+        norm_obs=True, norm_reward=False, obs_rms={"observation": RunningMeanStd(shape=(3,))}
+    )
+    sync = NormalizerSync(normalizer)  # type: ignore[arg-type]
+    sync.broadcast()
+    for part in range(2):
+        normalizer.obs_rms["observation"].update(statistics_data(rank, part))
+        sync.combine()
+    statistics = normalizer.obs_rms["observation"]
+    np.savez(
+        out / f"rank{rank}.npz",
+        weight=model.weight.detach().numpy(),
+        bias=model.bias.detach().numpy(),
+        mean=statistics.mean,
+        var=statistics.var,
+        count=statistics.count,
+    )
+
+
+def mismatched(rank: int, world: int, out: Path, learner: str) -> None:
+    """Workers with different batch sizes: both must refuse to train."""
+    her = _model(learner, rank, normalize=False, batch_size=8 * (rank + 1))
+    try:
+        her.learn(32)
+    except ValueError as error:
+        print(f"ValueError: {error}", file=sys.stderr, flush=True)
+        sys.exit(4)
+
+
 def main() -> None:
     scenario, rank, world, port, out = sys.argv[1], *map(int, sys.argv[2:5]), Path(sys.argv[5])
     learner = sys.argv[6] if len(sys.argv) > 6 else "sac"
     _init(rank, world, port)
     started = time.time()
-    {"train": train, "train_forever": train_forever}[scenario](rank, world, out, learner)
+    {"train": train, "train_forever": train_forever, "units": units, "mismatched": mismatched}[scenario](
+        rank, world, out, learner
+    )
     print(f"rank {rank} done in {time.time() - started:.1f} s", flush=True)
     dist.destroy_process_group()
 
