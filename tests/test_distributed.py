@@ -238,6 +238,13 @@ def test_workers_refuse_a_gpu_device(capsys: pytest.CaptureFixture[str]) -> None
     assert "--device cuda" in err and "torchrun" in err
 
 
+def test_train_frequency_in_episodes_is_refused_before_workers_start(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    err = _train_error(capsys, "--workers", "2", "--oversubscribe", "-params", "train_freq:[1,episode]")
+    assert "train_freq [1, 'episode'] counts episodes" in err
+
+
 def test_workers_option_under_torchrun_must_match(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

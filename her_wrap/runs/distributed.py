@@ -132,6 +132,39 @@ def check_launch(args: argparse.Namespace) -> None:
         )
     if args.rendezvous_port is not None:
         check_port_free(args.rendezvous_port)
+    if args.trained_agent is None:  # a resumed run's entry is its run folder's, checked when it starts
+        check_entry_shareable(args)
+
+
+def check_entry_shareable(args: argparse.Namespace) -> None:
+    """Load the run's config entry as ``her-wrap train`` will, and refuse settings workers cannot share.
+
+    :raises UsageError: for a bad entry, or a ``train_freq`` that counts episodes
+    """
+    from her_wrap.runs.arguments import default_config_path
+    from her_wrap.runs.config import load_run_config
+    from her_wrap.runs.env_factory import ensure_registered
+
+    ensure_registered(args.env)
+    config = load_run_config(
+        args.conf if args.conf is not None else default_config_path(),
+        args.env,
+        algo=args.algo,
+        overrides=args.hyperparams,
+        n_timesteps=args.n_timesteps,
+        n_envs=args.n_envs,
+    )
+    train_freq = config.learner_kwargs.get("train_freq")
+    if (
+        isinstance(train_freq, list | tuple)
+        and len(train_freq) == 2
+        and str(train_freq[1]).startswith("episode")
+    ):
+        raise UsageError(
+            f"{config.env_id}: train_freq {list(train_freq)} counts episodes, which several workers cannot "
+            "share (their episodes end at different steps): give it in steps, e.g. -params "
+            "train_freq:[250,step]"
+        )
 
 
 def launch(args: argparse.Namespace, entry: Callable[[argparse.Namespace], int]) -> int:
@@ -213,11 +246,11 @@ def _worker_main(
         WORLD_SIZE=str(world),
         LOCAL_WORLD_SIZE=str(world),
     )
-    from her_wrap.sb3.distributed import WorkerLostError
+    from her_wrap.sb3.distributed import UnshareableSettingError, WorkerLostError
 
     try:
         status = entry(args)
-    except UsageError as error:
+    except (UsageError, UnshareableSettingError) as error:
         print(f"her-wrap train: error: worker {rank}: {error}", file=sys.stderr, flush=True)
         status = 2
     except WorkerLostError as error:

@@ -58,6 +58,10 @@ class WorkerLostError(RuntimeError):
     """A collective operation failed: another worker died, was killed, or stopped answering."""
 
 
+class UnshareableSettingError(ValueError):
+    """A learner setting that several workers cannot share, or that differs between them."""
+
+
 def world_size() -> int:
     """Workers in the default process group; 1 when none is initialized."""
     if dist.is_available() and dist.is_initialized():
@@ -271,10 +275,11 @@ def _unpack(
 
 
 def check_shared_settings(model: OffPolicyAlgorithm) -> None:
-    """Raise a ``ValueError`` when this learner's settings cannot be shared or differ between workers."""
+    """Raise an :class:`UnshareableSettingError` when this learner's settings cannot be shared or differ
+    between workers."""
     # SB3 turns the train_freq it is given into a TrainFreq in _setup_model.
     if getattr(model.train_freq, "unit", TrainFrequencyUnit.STEP) != TrainFrequencyUnit.STEP:
-        raise ValueError(
+        raise UnshareableSettingError(
             "train_freq counted in episodes cannot be shared by several workers (their episodes end at "
             "different steps, so they would train at different times): give train_freq in steps."
         )
@@ -284,7 +289,7 @@ def check_shared_settings(model: OffPolicyAlgorithm) -> None:
     for name in SHARED_LEARNER_SETTINGS:
         values = [settings[name] for settings in everyone]
         if len(set(values)) > 1:
-            raise ValueError(
+            raise UnshareableSettingError(
                 f"the workers disagree on {name} ({', '.join(values)} by rank): give them all the same"
             )
 
