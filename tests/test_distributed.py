@@ -296,3 +296,38 @@ def test_launcher_names_a_killed_worker_and_stops_the_others(tmp_path: Path) -> 
         if launcher.poll() is None:
             launcher.kill()
             launcher.communicate()
+
+
+@pytest.mark.slow
+def test_two_workers_learn_15_bit_flipping(tmp_path: Path) -> None:
+    """The shipped BitFlipping-v0 entry (15 bits, DQN) with 2 workers, each its full budget: greedy success."""
+    command = ["--env", "BitFlipping-v0", "-n", "2e4", "--seed", "0", "--eval-freq", "0", "-f", str(tmp_path)]
+    trained = subprocess.run(
+        [sys.executable, "-m", "her_wrap.runs.cli", "train", *command, "--workers", "2", "--oversubscribe"],
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert trained.returncode == 0, trained.stderr
+    enjoyed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "her_wrap.runs.cli",
+            "enjoy",
+            "--env",
+            "BitFlipping-v0",
+            "-n",
+            "100",
+            "-f",
+            str(tmp_path),
+        ],
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert enjoyed.returncode == 0, enjoyed.stderr
+    rate = float(re.search(r"success rate (\d\.\d+)", enjoyed.stdout).group(1))  # type: ignore[union-attr]
+    assert rate >= 0.95, enjoyed.stdout

@@ -310,6 +310,7 @@ def join_workers(args: argparse.Namespace) -> Worker:
             f"--workers {args.workers} under a launch of {world} workers: leave --workers out under torchrun "
             "(its --nnodes and --nproc-per-node set the count)"
         )
+    args.workers = world  # recorded in args.yml
     if args.num_threads is None:
         args.num_threads = 1
     if not dist.is_initialized():
