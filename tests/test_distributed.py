@@ -298,6 +298,53 @@ def test_launcher_names_a_killed_worker_and_stops_the_others(tmp_path: Path) -> 
             launcher.communicate()
 
 
+def test_workers_stop_when_their_launcher_is_killed(tmp_path: Path) -> None:
+    command = [
+        "train",
+        "--env",
+        "BitFlipping-v0",
+        "-n",
+        "1e7",
+        "--workers",
+        "2",
+        "--oversubscribe",
+        "--seed",
+        "1",
+    ]
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "her_wrap.runs.cli", *command, "--eval-freq", "0", "-f", str(tmp_path)],
+        env=_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert launcher.stdout is not None
+    match = re.search(r"pids (\d+), (\d+)", launcher.stdout.readline())
+    assert match
+    pids = [int(pid) for pid in match.groups()]
+    try:
+        while "Training HER" not in launcher.stdout.readline():
+            assert launcher.poll() is None
+        launcher.kill()
+        launcher.communicate()
+        deadline = time.monotonic() + 30
+        while any(_running(pid) for pid in pids):
+            assert time.monotonic() < deadline, "workers outlived their launcher by 30 s"
+            time.sleep(0.2)
+    finally:
+        for pid in pids:
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    """Whether a process runs (a zombie, ended but not yet reaped by its new parent, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 @pytest.mark.slow
 def test_two_workers_learn_15_bit_flipping(tmp_path: Path) -> None:
     """The shipped BitFlipping-v0 entry (15 bits, DQN) with 2 workers, each its full budget: greedy success."""

@@ -21,9 +21,12 @@ from __future__ import annotations
 import argparse
 import datetime
 import multiprocessing
+import multiprocessing.connection
 import os
+import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +43,9 @@ DEFAULT_TIMEOUT_S = 600.0
 
 #: Seconds the launcher gives the other workers to stop after one failed, before it kills them.
 STOP_GRACE_S = 10.0
+
+#: Seconds the launcher waits, after Ctrl-C, for rank 0 to save the agent before it stops the workers.
+SAVE_GRACE_S = 120.0
 
 EXIT_WORKER_FAILED = 1
 
@@ -188,13 +194,27 @@ def launch(args: argparse.Namespace, entry: Callable[[argparse.Namespace], int])
         )
         for rank in range(args.workers)
     ]
+    # A launcher stopped by SIGTERM (a job scheduler, kill) stops its workers on the way out.
+    previous_handler = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     for process in processes:
         process.start()
     print(f"Started {args.workers} workers (pids {', '.join(str(p.pid) for p in processes)})", flush=True)
     try:
         return _watch(processes)
+    except KeyboardInterrupt:
+        # Ctrl-C reached every worker too: give rank 0 time to save the agent as it is.
+        print(
+            f"Interrupted: waiting up to {SAVE_GRACE_S:g} s for worker 0 to save", file=sys.stderr, flush=True
+        )
+        processes[0].join(SAVE_GRACE_S)
+        raise
     finally:
         _stop(processes)
+        signal.signal(signal.SIGTERM, previous_handler)
+
+
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    sys.exit(128 + signum)
 
 
 def _watch(processes: list[Any]) -> int:
@@ -248,6 +268,7 @@ def _worker_main(
     )
     from her_wrap.sb3.distributed import UnshareableSettingError, WorkerLostError
 
+    threading.Thread(target=_exit_with_launcher, args=(rank,), daemon=True).start()
     try:
         status = entry(args)
     except (UsageError, UnshareableSettingError) as error:
@@ -256,7 +277,19 @@ def _worker_main(
     except WorkerLostError as error:
         print(f"her-wrap train: error: {error}", file=sys.stderr, flush=True)
         status = EXIT_WORKER_FAILED
+    except KeyboardInterrupt:
+        status = 130
     sys.exit(status)
+
+
+def _exit_with_launcher(rank: int) -> None:
+    """End this worker when the launcher that started it is gone (killed with no chance to stop it)."""
+    launcher = multiprocessing.parent_process()
+    if launcher is None:
+        return
+    multiprocessing.connection.wait([launcher.sentinel])
+    print(f"her-wrap train: error: worker {rank}: the launcher died; stopping", file=sys.stderr, flush=True)
+    os._exit(EXIT_WORKER_FAILED)
 
 
 @dataclass(frozen=True)
