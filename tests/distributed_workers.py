@@ -27,15 +27,24 @@ def _init(rank: int, world: int, port: int, timeout_s: float = 60.0) -> None:
     )
 
 
+#: HER's weighted train step with the manipulation entry's update options, and LaBER's per-worker weights.
+VARIANTS = {
+    "ddpg-update-options": ("ddpg", dict(clip_target=True, action_l2=1.0, target_update_per_cycle=True)),
+    "sac-laber": ("sac", dict(laber="mean")),
+}
+
+
 def _model(learner: str, rank: int, normalize: bool, batch_size: int = 8):
     from her_wrap import HER, BitFlippingEnv
 
+    learner, options = VARIANTS.get(learner, (learner, {}))
     continuous = learner != "dqn"
     env = BitFlippingEnv(n_bits=4, continuous=continuous, max_steps=4)
     return HER(
         "MultiInputPolicy",
         env,
         learner,
+        **options,  # type: ignore[arg-type]
         n_sampled_goal=2,
         normalize=normalize,
         learning_starts=16,
