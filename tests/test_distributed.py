@@ -72,7 +72,7 @@ def start_workers(tmp_path: Path) -> Iterator:
     _reap(started)
 
 
-@pytest.fixture(scope="module", params=["sac", "td3", "dqn", "ddpg-update-options", "sac-laber"])
+@pytest.fixture(scope="module", params=["sac", "td3", "dqn", "tqc", "ddpg-update-options", "sac-laber"])
 def trained(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, Path]]:
