@@ -27,6 +27,10 @@ sys.path.insert(0, str(WORKERS.parent))
 
 from distributed_workers import one_step_data, statistics_data  # noqa: E402
 
+#: Options that make the bit-flipping entry train every so many steps (not episodes), as workers need, and
+#: pin its seed.
+STEP_TRAINING = ["--seed", "1", "-params", "train_freq:[64,step]", "gradient_steps:4"]
+
 
 def _environment() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -264,8 +268,7 @@ def test_launcher_names_a_killed_worker_and_stops_the_others(tmp_path: Path) -> 
         "--workers",
         "2",
         "--oversubscribe",
-        "--seed",
-        "1",
+        *STEP_TRAINING,
     ]
     launcher = subprocess.Popen(
         [sys.executable, "-m", "her_wrap.runs.cli", *command, "--eval-freq", "0", "-f", str(tmp_path)],
@@ -308,8 +311,7 @@ def test_workers_stop_when_their_launcher_is_killed(tmp_path: Path) -> None:
         "--workers",
         "2",
         "--oversubscribe",
-        "--seed",
-        "1",
+        *STEP_TRAINING,
     ]
     launcher = subprocess.Popen(
         [sys.executable, "-m", "her_wrap.runs.cli", *command, "--eval-freq", "0", "-f", str(tmp_path)],
@@ -347,8 +349,12 @@ def _running(pid: int) -> bool:
 
 @pytest.mark.slow
 def test_two_workers_learn_15_bit_flipping(tmp_path: Path) -> None:
-    """The shipped BitFlipping-v0 entry (15 bits, DQN) with 2 workers, each its full budget: greedy success."""
-    command = ["--env", "BitFlipping-v0", "-n", "2e4", "--seed", "0", "--eval-freq", "0", "-f", str(tmp_path)]
+    """The shipped BitFlipping-v0 entry (15 bits, DQN) with 2 workers, each its full budget: greedy success.
+
+    The entry's updates counted in steps: 40 gradient steps every 240 env steps (16 episodes of 15 steps).
+    """
+    command = ["--env", "BitFlipping-v0", "--seed", "0", "--eval-freq", "0", "-f", str(tmp_path)]
+    command += ["-params", "train_freq:[240,step]", "gradient_steps:40"]
     trained = subprocess.run(
         [sys.executable, "-m", "her_wrap.runs.cli", "train", *command, "--workers", "2", "--oversubscribe"],
         env=_environment(),
