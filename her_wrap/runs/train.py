@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from her_wrap.runs import arguments
+from her_wrap.runs import arguments, distributed
 from her_wrap.runs.checkpoints import SavedAgent, resolve_saved_agent, save_agent, save_normalizer
 from her_wrap.runs.config import load_run_config
 from her_wrap.runs.env_factory import TrainingEnvs, check_env_id, ensure_registered, make_training_envs
@@ -74,6 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-interval", type=int, default=100, help="episodes between training log tables (default: 100)"
     )
+    distributed.add_arguments(parser)
 
 
 def _tensorboard_dir(args: argparse.Namespace) -> str | None:
@@ -130,13 +131,17 @@ def train(args: argparse.Namespace) -> RunLayout:
     )
     check_env_id(config.env_id, config.env_kwargs)
     seed = args.seed if args.seed is not None else arguments.draw_seed()
+    worker = distributed.join_workers(args)  # rank 0 of 1 unless started as one of several workers
+    seed = worker.seed(seed)
     args.num_threads = arguments.torch_threads(args.num_threads, config.num_threads)
     arguments.set_torch_threads(args.num_threads)
 
-    layout = new_run(args.log_folder, config.env_id)
+    layout = RunLayout(worker.run_dir(lambda: new_run(args.log_folder, config.env_id).run_dir), config.env_id)
     envs: TrainingEnvs | None = None
     try:
-        envs = make_training_envs(config, seed, vec_env=args.vec_env, monitor_dir=layout.run_dir)
+        envs = make_training_envs(
+            config, seed, vec_env=args.vec_env, monitor_dir=layout.run_dir if worker.leads else None
+        )
         if saved is None:
             agent = build_agent(
                 config,
@@ -158,8 +163,11 @@ def train(args: argparse.Namespace) -> RunLayout:
     except BaseException:
         if envs is not None:
             envs.close()
-        shutil.rmtree(layout.run_dir, ignore_errors=True)
+        if worker.leads:
+            shutil.rmtree(layout.run_dir, ignore_errors=True)
         raise
+    if not worker.leads:
+        return _follow(agent, envs, remaining, reset_num_timesteps=saved is None, layout=layout)
 
     write_yaml_file(layout.config_path, {config.env_id: config.to_entry()})
     recorded = arguments.plain_arguments(args)
@@ -210,9 +218,22 @@ def train(args: argparse.Namespace) -> RunLayout:
     if evaluation.results:
         timesteps, last = evaluation.results[-1]
         print(f"Last evaluation (step {timesteps}): {last.summary()}", flush=True)
+    distributed.leave_workers()
+    return layout
+
+
+def _follow(
+    agent: Any, envs: TrainingEnvs, remaining: int, *, reset_num_timesteps: bool, layout: RunLayout
+) -> RunLayout:
+    """Train as a worker other than rank 0: no evaluation, no logs, no files."""
+    agent.learn(remaining, log_interval=-1, reset_num_timesteps=reset_num_timesteps)
+    envs.close()
+    distributed.leave_workers()
     return layout
 
 
 def run(args: argparse.Namespace) -> int:
+    if (args.workers or 1) > 1 and not distributed.under_torchrun():
+        return distributed.launch(args, run)
     train(args)
     return 0

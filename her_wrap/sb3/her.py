@@ -19,6 +19,7 @@ from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.core.settings import HindsightSettings, LaBERVariant
 from her_wrap.envs.registry import make_goal_env
 from her_wrap.sb3.batch_sources import BatchSource, UniformSource, make_batch_source
+from her_wrap.sb3.distributed import with_distributed_training
 from her_wrap.sb3.jax_learners import (
     SbxHindsightReplayWrapper,
     check_jax_learner,
@@ -273,13 +274,14 @@ class HER(LearnerAttributes):
     ) -> HER:
         """Train the learner; see ``OffPolicyAlgorithm.learn``.
 
-        A run that resets the env closes the episodes the buffer had in progress.
+        A run that resets the env closes the episodes the buffer had in progress. In a process group of
+        several workers, the workers train one learner together (see :mod:`her_wrap.sb3.distributed`).
         """
         if reset_num_timesteps or self.model._last_obs is None:
             self.replay_buffer.end_open_episodes()
         self.model.learn(
             total_timesteps,
-            callback=callback,
+            callback=with_distributed_training(callback, self.normalizer),
             log_interval=log_interval,
             tb_log_name=tb_log_name,
             reset_num_timesteps=reset_num_timesteps,

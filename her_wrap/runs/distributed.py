@@ -1,0 +1,368 @@
+"""``her-wrap train --workers N``: start N worker processes on this machine, or join a ``torchrun`` launch.
+
+Two ways to start a multi-worker run, one training entry:
+
+- ``her-wrap train --env ID --workers N`` checks its input, then starts N processes here, each a worker of
+  one ``torch.distributed`` process group (gloo on CPU, NCCL when the workers use CUDA) that meets at
+  ``127.0.0.1:--rendezvous-port``. It watches them: when one fails, it stops the others and names it.
+- ``torchrun ... -m her_wrap.runs.cli train --env ID`` (several machines, or torchrun's own launcher):
+  torchrun sets ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT`` and each process joins the
+  group from them (``env://``); ``--workers`` is left out there.
+
+Each worker steps its own envs (seeded ``seed + rank * SEED_STRIDE``) into its own replay buffer; the learner's training
+is shared as :mod:`her_wrap.sb3.distributed` describes. Rank 0 alone writes the run folder (config, args,
+monitor files of its envs, evaluations, checkpoints, the final agent); the other workers log nothing.
+Every step count of the run (``n_timesteps``, ``--eval-freq``, ``--save-freq``, ``timesteps`` in
+``evaluations.npz``) counts one worker's env steps: the run's total is N times that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from her_wrap.runs.arguments import positive_int
+from her_wrap.runs.errors import UsageError
+
+#: Seconds a collective may wait for the other workers before it fails. A dead worker is noticed at once
+#: (its connections close); this bounds a worker that hangs, and must exceed rank 0's longest evaluation
+#: or checkpoint, during which the others wait.
+DEFAULT_TIMEOUT_S = 600.0
+
+#: Seconds the launcher gives the other workers to stop after one failed, before it kills them.
+STOP_GRACE_S = 10.0
+
+#: Seconds the launcher waits, after Ctrl-C, for rank 0 to save the agent before it stops the workers.
+SAVE_GRACE_S = 120.0
+
+EXIT_WORKER_FAILED = 1
+
+#: Worker ``r`` of a run seeded ``s`` is seeded ``s + r * SEED_STRIDE`` (its envs ``s + r * SEED_STRIDE + i``):
+#: distinct streams for fewer than ``SEED_STRIDE`` envs per worker, clear of the evaluation env's offset.
+SEED_STRIDE = 100_000
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--workers``, ``--oversubscribe``, ``--rendezvous-port`` and ``--worker-timeout``."""
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="train with N worker processes on this machine, gradients averaged at every step "
+        "(default: 1; under torchrun leave it out)",
+    )
+    parser.add_argument(
+        "--oversubscribe", action="store_true", help="allow more workers than this machine has CPU cores"
+    )
+    parser.add_argument(
+        "--rendezvous-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="TCP port where the workers meet on 127.0.0.1 (default: a free one)",
+    )
+    parser.add_argument(
+        "--worker-timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"seconds a worker waits for the others before it fails (default: {DEFAULT_TIMEOUT_S:g})",
+    )
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS and Windows have no sched_getaffinity
+        return os.cpu_count() or 1
+
+
+def free_port() -> int:
+    """A TCP port that is free on 127.0.0.1 now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def check_port_free(port: int) -> None:
+    """:raises UsageError: when ``port`` cannot be listened on here."""
+    if not 0 < port < 65536:
+        raise UsageError(f"--rendezvous-port {port} is not a TCP port (1-65535)")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as error:
+            raise UsageError(
+                f"--rendezvous-port {port} is in use ({error.strerror}): pick another port or leave the "
+                "option out for a free one"
+            ) from None
+
+
+def under_torchrun() -> bool:
+    """Whether this process was started as one worker of several (by torchrun or by :func:`launch`)."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ
+
+
+def check_launch(args: argparse.Namespace) -> None:
+    """Reject, before any worker starts, a ``--workers`` run that cannot work.
+
+    :raises UsageError: naming the problem and the fix
+    """
+    workers = args.workers
+    cores = available_cores()
+    if workers > cores and not args.oversubscribe:
+        raise UsageError(
+            f"--workers {workers} is more than the {cores} CPU cores here: each worker wants a core of its "
+            "own; use fewer workers or pass --oversubscribe"
+        )
+    if args.worker_timeout <= 0:
+        raise UsageError(f"--worker-timeout must be positive, got {args.worker_timeout:g}")
+    if getattr(args, "device", "cpu") not in ("cpu", "auto"):
+        raise UsageError(
+            f"--workers starts CPU workers; --device {args.device} needs one GPU per worker: launch them "
+            "with torchrun (see docs/scaling.md)"
+        )
+    if args.rendezvous_port is not None:
+        check_port_free(args.rendezvous_port)
+    if args.trained_agent is None:  # a resumed run's entry is its run folder's, checked when it starts
+        check_entry_shareable(args)
+
+
+def check_entry_shareable(args: argparse.Namespace) -> None:
+    """Load the run's config entry as ``her-wrap train`` will, and refuse settings workers cannot share.
+
+    :raises UsageError: for a bad entry, or a ``train_freq`` that counts episodes
+    """
+    from her_wrap.runs.arguments import default_config_path
+    from her_wrap.runs.config import load_run_config
+    from her_wrap.runs.env_factory import ensure_registered
+
+    ensure_registered(args.env)
+    config = load_run_config(
+        args.conf if args.conf is not None else default_config_path(),
+        args.env,
+        algo=args.algo,
+        overrides=args.hyperparams,
+        n_timesteps=args.n_timesteps,
+        n_envs=args.n_envs,
+    )
+    train_freq = config.learner_kwargs.get("train_freq")
+    if (
+        isinstance(train_freq, list | tuple)
+        and len(train_freq) == 2
+        and str(train_freq[1]).startswith("episode")
+    ):
+        raise UsageError(
+            f"{config.env_id}: train_freq {list(train_freq)} counts episodes, which several workers cannot "
+            "share (their episodes end at different steps): give it in steps, e.g. -params "
+            "train_freq:[250,step]"
+        )
+
+
+def launch(args: argparse.Namespace, entry: Callable[[argparse.Namespace], int]) -> int:
+    """Start ``args.workers`` processes that each run ``entry(args)`` as one worker; return the exit status.
+
+    The seed is drawn here when not given, so every worker derives its own from the same one. When a worker
+    fails, the others are stopped and the worker is named on stderr.
+    """
+    from her_wrap.runs.arguments import draw_seed
+
+    check_launch(args)
+    port = args.rendezvous_port if args.rendezvous_port is not None else free_port()
+    if args.seed is None:
+        args.seed = draw_seed()
+    if args.num_threads is None:
+        args.num_threads = 1
+    context = multiprocessing.get_context("spawn")
+    processes = [
+        context.Process(
+            target=_worker_main, args=(entry, args, rank, args.workers, port), name=f"worker{rank}"
+        )
+        for rank in range(args.workers)
+    ]
+    # A launcher stopped by SIGTERM (a job scheduler, kill) stops its workers on the way out.
+    previous_handler = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    for process in processes:
+        process.start()
+    print(f"Started {args.workers} workers (pids {', '.join(str(p.pid) for p in processes)})", flush=True)
+    try:
+        return _watch(processes)
+    except KeyboardInterrupt:
+        # Ctrl-C reached every worker too: give rank 0 time to save the agent as it is.
+        print(
+            f"Interrupted: waiting up to {SAVE_GRACE_S:g} s for worker 0 to save", file=sys.stderr, flush=True
+        )
+        processes[0].join(SAVE_GRACE_S)
+        raise
+    finally:
+        _stop(processes)
+        signal.signal(signal.SIGTERM, previous_handler)
+
+
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    sys.exit(128 + signum)
+
+
+def _watch(processes: list[Any]) -> int:
+    """Wait for the workers; on the first failure, report it and return non-zero."""
+    while True:
+        running = False
+        for rank, process in enumerate(processes):
+            if process.exitcode is None:
+                running = True
+            elif process.exitcode != 0:
+                print(
+                    f"her-wrap train: error: worker {rank} (pid {process.pid}) {_how_it_ended(process.exitcode)}; "
+                    "stopping the other workers",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                return EXIT_WORKER_FAILED
+        if not running:
+            return 0
+        time.sleep(0.2)
+
+
+def _how_it_ended(exitcode: int) -> str:
+    return f"was killed by signal {-exitcode}" if exitcode < 0 else f"exited with status {exitcode}"
+
+
+def _stop(processes: list[Any]) -> None:
+    """Terminate the workers still running, then kill those that ignore it."""
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    deadline = time.monotonic() + STOP_GRACE_S
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+def _worker_main(
+    entry: Callable[[argparse.Namespace], int], args: argparse.Namespace, rank: int, world: int, port: int
+) -> None:
+    """One worker started by :func:`launch`: torchrun's environment, then the training entry."""
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        WORLD_SIZE=str(world),
+        LOCAL_WORLD_SIZE=str(world),
+    )
+    from her_wrap.sb3.distributed import UnshareableSettingError, WorkerLostError
+
+    threading.Thread(target=_exit_with_launcher, args=(rank,), daemon=True).start()
+    try:
+        status = entry(args)
+    except (UsageError, UnshareableSettingError) as error:
+        print(f"her-wrap train: error: worker {rank}: {error}", file=sys.stderr, flush=True)
+        status = 2
+    except WorkerLostError as error:
+        print(f"her-wrap train: error: {error}", file=sys.stderr, flush=True)
+        status = EXIT_WORKER_FAILED
+    except KeyboardInterrupt:
+        status = 130
+    sys.exit(status)
+
+
+def _exit_with_launcher(rank: int) -> None:
+    """End this worker when the launcher that started it is gone (killed with no chance to stop it)."""
+    launcher = multiprocessing.parent_process()
+    if launcher is None:
+        return
+    multiprocessing.connection.wait([launcher.sentinel])
+    print(f"her-wrap train: error: worker {rank}: the launcher died; stopping", file=sys.stderr, flush=True)
+    os._exit(EXIT_WORKER_FAILED)
+
+
+@dataclass(frozen=True)
+class Worker:
+    """This process's place in a run: rank 0 of 1 when training alone."""
+
+    rank: int = 0
+    world: int = 1
+
+    @property
+    def leads(self) -> bool:
+        """Rank 0: the worker that evaluates, logs and saves."""
+        return self.rank == 0
+
+    def seed(self, seed: int) -> int:
+        """This worker's seed: rank 0's seed (shared by all workers) plus ``rank * SEED_STRIDE``."""
+        if self.world > 1:
+            import torch.distributed as dist
+
+            shared = [seed]
+            dist.broadcast_object_list(shared, src=0)
+            seed = int(shared[0])
+        return seed + self.rank * SEED_STRIDE
+
+    def run_dir(self, create: Callable[[], Path]) -> Path:
+        """Rank 0's new run folder (``create`` runs on rank 0 only), known to every worker."""
+        if self.world == 1:
+            return create()
+        import torch.distributed as dist
+
+        shared: list[Any] = [create() if self.leads else None]
+        dist.broadcast_object_list(shared, src=0)
+        return Path(shared[0])
+
+
+def join_workers(args: argparse.Namespace) -> Worker:
+    """Join the process group this process was started into (by :func:`launch` or torchrun), if any.
+
+    Also settles the worker's torch threads: 1 per worker unless ``--num-threads`` says otherwise.
+
+    :raises UsageError: for ``--workers`` under torchrun with another count
+    """
+    if not under_torchrun():
+        return Worker()
+    import torch
+    import torch.distributed as dist
+
+    world = int(os.environ["WORLD_SIZE"])
+    if args.workers is not None and args.workers != world:
+        raise UsageError(
+            f"--workers {args.workers} under a launch of {world} workers: leave --workers out under torchrun "
+            "(its --nnodes and --nproc-per-node set the count)"
+        )
+    args.workers = world  # recorded in args.yml
+    if args.num_threads is None:
+        args.num_threads = 1
+    if not dist.is_initialized():
+        cuda = torch.cuda.is_available() and args.device not in ("cpu",)
+        if cuda:
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        dist.init_process_group(
+            "nccl" if cuda else "gloo",
+            timeout=datetime.timedelta(seconds=getattr(args, "worker_timeout", DEFAULT_TIMEOUT_S)),
+        )
+    worker = Worker(rank=dist.get_rank(), world=dist.get_world_size())
+    if not worker.leads:
+        args.verbose, args.tensorboard, args.progress = 0, None, False
+    return worker
+
+
+def leave_workers() -> None:
+    """Leave the process group joined by :func:`join_workers`."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

@@ -1,0 +1,172 @@
+"""Worker programs of tests/test_distributed.py, one process per rank (gloo on CPU).
+
+Usage: ``python tests/distributed_workers.py SCENARIO RANK WORLD_SIZE PORT OUT_DIR``; each writes what the
+test checks into ``OUT_DIR/rank{RANK}.npz`` (or a model zip).
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch as th
+import torch.distributed as dist
+
+
+def _init(rank: int, world: int, port: int, timeout_s: float = 60.0) -> None:
+    th.set_num_threads(1)
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
+        timeout=datetime.timedelta(seconds=timeout_s),
+    )
+
+
+#: HER's weighted train step with the manipulation entry's update options, and LaBER's per-worker weights.
+VARIANTS = {
+    "ddpg-update-options": ("ddpg", dict(clip_target=True, action_l2=1.0, target_update_per_cycle=True)),
+    "sac-laber": ("sac", dict(laber="mean")),
+}
+
+
+def _model(learner: str, rank: int, normalize: bool, batch_size: int = 8):
+    from her_wrap import HER, BitFlippingEnv
+
+    learner, options = VARIANTS.get(learner, (learner, {}))
+    continuous = learner != "dqn"
+    env = BitFlippingEnv(n_bits=4, continuous=continuous, max_steps=4)
+    return HER(
+        "MultiInputPolicy",
+        env,
+        learner,
+        **options,  # type: ignore[arg-type]
+        n_sampled_goal=2,
+        normalize=normalize,
+        learning_starts=16,
+        batch_size=batch_size,
+        buffer_size=1000,
+        train_freq=4,
+        gradient_steps=2,
+        policy_kwargs=dict(net_arch=[16]),
+        seed=100 + rank,
+    )
+
+
+def _flat_parameters(her) -> np.ndarray:
+    tensors = [t.detach().reshape(-1).double() for t in her.model.policy.state_dict().values()]
+    log_ent_coef = getattr(her.model, "log_ent_coef", None)
+    if isinstance(log_ent_coef, th.Tensor):
+        tensors.append(log_ent_coef.detach().reshape(-1).double())
+    return th.cat(tensors).numpy()
+
+
+def train(rank: int, world: int, out: Path, learner: str) -> None:
+    """Train a tiny HER learner for a few gradient steps; save its parameters and normalizer statistics."""
+    her = _model(learner, rank, normalize=True)
+    her.learn(64)
+    statistics = her.normalizer.obs_rms if her.normalizer is not None else {}
+    np.savez(
+        out / f"rank{rank}.npz",
+        parameters=_flat_parameters(her),
+        n_updates=her.model._n_updates,
+        **{f"mean_{key}": statistics[key].mean for key in sorted(statistics)},
+        **{f"count_{key}": statistics[key].count for key in sorted(statistics)},
+    )
+    if rank == 0:
+        her.save(out / "model.zip")
+
+
+def train_forever(rank: int, world: int, out: Path, learner: str) -> None:
+    """Train until killed; say when training has started (the test kills one worker then)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Ready(BaseCallback):
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= 40:
+                (out / f"ready{rank}").touch()
+            return True
+
+    her = _model(learner, rank, normalize=False)
+    try:
+        her.learn(10_000_000, callback=Ready())
+    except RuntimeError as error:
+        print(f"{type(error).__name__}: {error}", file=sys.stderr, flush=True)
+        sys.exit(3)
+
+
+def one_step_data(rank: int) -> tuple[th.Tensor, th.Tensor]:
+    """Rank ``rank``'s batch for :func:`one_step` (the test rebuilds both ranks' batches)."""
+    generator = th.Generator().manual_seed(rank)
+    return th.randn(16, 5, generator=generator), th.randn(16, 2, generator=generator)
+
+
+def statistics_data(rank: int, part: int) -> np.ndarray:
+    """Rank ``rank``'s observations of rollout ``part`` for :func:`statistics`."""
+    return np.random.default_rng(10 * rank + part).normal(rank, 1.0 + part, size=(7 + 5 * rank + part, 3))
+
+
+def units(rank: int, world: int, out: Path, learner: str) -> None:
+    """One averaged Adam step of a linear model, and normalizer statistics combined after two rollouts."""
+    from types import SimpleNamespace
+
+    from stable_baselines3.common.running_mean_std import RunningMeanStd
+
+    from her_wrap.sb3.distributed import GradientAverager, NormalizerSync
+
+    th.manual_seed(0)
+    model = th.nn.Linear(5, 2)
+    optimizer = th.optim.Adam(model.parameters(), lr=0.01)
+    GradientAverager([optimizer]).attach()
+    inputs, targets = one_step_data(rank)
+    optimizer.zero_grad()
+    th.nn.functional.mse_loss(model(inputs), targets).backward()
+    optimizer.step()
+
+    normalizer = SimpleNamespace(
+        norm_obs=True, norm_reward=False, obs_rms={"observation": RunningMeanStd(shape=(3,))}
+    )
+    sync = NormalizerSync(normalizer)  # type: ignore[arg-type]
+    sync.broadcast()
+    for part in range(2):
+        normalizer.obs_rms["observation"].update(statistics_data(rank, part))
+        sync.combine()
+    statistics = normalizer.obs_rms["observation"]
+    np.savez(
+        out / f"rank{rank}.npz",
+        weight=model.weight.detach().numpy(),
+        bias=model.bias.detach().numpy(),
+        mean=statistics.mean,
+        var=statistics.var,
+        count=statistics.count,
+    )
+
+
+def mismatched(rank: int, world: int, out: Path, learner: str) -> None:
+    """Workers with different batch sizes: both must refuse to train."""
+    her = _model(learner, rank, normalize=False, batch_size=8 * (rank + 1))
+    try:
+        her.learn(32)
+    except ValueError as error:
+        print(f"ValueError: {error}", file=sys.stderr, flush=True)
+        sys.exit(4)
+
+
+def main() -> None:
+    scenario, rank, world, port, out = sys.argv[1], *map(int, sys.argv[2:5]), Path(sys.argv[5])
+    learner = sys.argv[6] if len(sys.argv) > 6 else "sac"
+    _init(rank, world, port)
+    started = time.time()
+    {"train": train, "train_forever": train_forever, "units": units, "mismatched": mismatched}[scenario](
+        rank, world, out, learner
+    )
+    print(f"rank {rank} done in {time.time() - started:.1f} s", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

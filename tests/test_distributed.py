@@ -1,0 +1,398 @@
+"""Multi-worker training: two gloo workers on CPU, one process each (tests/distributed_workers.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3.common.running_mean_std import RunningMeanStd
+
+from her_wrap import HER, BitFlippingEnv
+from her_wrap.runs import cli, distributed
+from her_wrap.sb3.distributed import (
+    UnshareableSettingError,
+    check_shared_settings,
+    moments_since,
+    with_distributed_training,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKERS = Path(__file__).resolve().parent / "distributed_workers.py"
+sys.path.insert(0, str(WORKERS.parent))
+
+from distributed_workers import one_step_data, statistics_data  # noqa: E402
+
+#: Options that make the bit-flipping entry train every so many steps (not episodes), as workers need, and
+#: pin its seed.
+STEP_TRAINING = ["--seed", "1", "-params", "train_freq:[64,step]", "gradient_steps:4"]
+
+
+def _environment() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _start(scenario: str, out: Path, learner: str = "sac", world: int = 2) -> list[subprocess.Popen[str]]:
+    port = _free_port()
+    return [
+        subprocess.Popen(
+            [sys.executable, str(WORKERS), scenario, str(rank), str(world), str(port), str(out), learner],
+            env=_environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in range(world)
+    ]
+
+
+def _reap(processes: list[subprocess.Popen[str]]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+
+
+@pytest.fixture
+def start_workers(tmp_path: Path) -> Iterator:
+    """Start one process per rank of a scenario writing into tmp_path; whatever still runs at the end is killed."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(scenario: str, learner: str = "sac") -> list[subprocess.Popen[str]]:
+        started.extend(_start(scenario, tmp_path, learner))
+        return started[-2:]
+
+    yield start
+    _reap(started)
+
+
+@pytest.fixture(scope="module", params=["sac", "td3", "dqn", "tqc", "ddpg-update-options", "sac-laber"])
+def trained(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Path]]:
+    """Two workers trained a tiny learner for 64 steps each (a few gradient steps): its name and their files."""
+    out = tmp_path_factory.mktemp(f"trained_{request.param}")
+    processes = _start("train", out, request.param)
+    try:
+        for status, err in _finish(processes):
+            assert status == 0, err
+    finally:
+        _reap(processes)
+    yield request.param, out
+
+
+def _finish(processes: list[subprocess.Popen[str]], timeout: float = 120) -> list[tuple[int, str]]:
+    results = []
+    for process in processes:
+        _, err = process.communicate(timeout=timeout)
+        results.append((process.returncode, err))
+    return results
+
+
+def test_parameters_stay_bit_identical_across_workers(trained: tuple[str, Path]) -> None:
+    _, out = trained
+    ranks = [np.load(out / f"rank{rank}.npz") for rank in range(2)]
+    assert ranks[0]["n_updates"] > 0
+    np.testing.assert_array_equal(ranks[0]["parameters"], ranks[1]["parameters"])
+
+
+def test_normalizer_statistics_are_the_same_on_every_worker_and_count_everyones_data(
+    trained: tuple[str, Path],
+) -> None:
+    _, out = trained
+    ranks = [np.load(out / f"rank{rank}.npz") for rank in range(2)]
+    for key in ("observation", "achieved_goal", "desired_goal"):
+        np.testing.assert_array_equal(ranks[0][f"mean_{key}"], ranks[1][f"mean_{key}"])
+        # 64 steps on each worker, and rank 0's first reset observation.
+        assert ranks[0][f"count_{key}"] == pytest.approx(2 * 64 + 1, abs=1e-3)
+
+
+def test_model_trained_by_two_workers_loads_in_one_process(trained: tuple[str, Path]) -> None:
+    learner, out = trained
+    env = BitFlippingEnv(n_bits=4, continuous=learner != "dqn", max_steps=4)
+    her = HER.load(out / "model.zip", env=env)
+    observation, _ = env.reset(seed=0)
+    action, _ = her.predict(observation, deterministic=True)
+    assert np.shape(action) == ((4,) if learner != "dqn" else ())
+    assert her.normalizer is not None and her.normalizer.obs_rms["observation"].count > 64
+
+
+def test_averaged_step_equals_one_step_on_the_mean_gradient_and_statistics_equal_the_union(
+    start_workers, tmp_path: Path
+) -> None:
+    for status, err in _finish(start_workers("units")):
+        assert status == 0, err
+    ranks = [np.load(tmp_path / f"rank{rank}.npz") for rank in range(2)]
+
+    th.manual_seed(0)
+    model = th.nn.Linear(5, 2)
+    optimizer = th.optim.Adam(model.parameters(), lr=0.01)
+    gradients = []
+    for rank in range(2):
+        inputs, targets = one_step_data(rank)
+        model.zero_grad()
+        th.nn.functional.mse_loss(model(inputs), targets).backward()
+        gradients.append([param.grad.clone() for param in model.parameters()])  # type: ignore[union-attr]
+    for param, first, second in zip(model.parameters(), *gradients, strict=True):
+        param.grad = (first + second) / 2
+    optimizer.step()
+    for rank in ranks:
+        np.testing.assert_array_equal(rank["weight"], model.weight.detach().numpy())
+        np.testing.assert_array_equal(rank["bias"], model.bias.detach().numpy())
+
+    union = RunningMeanStd(shape=(3,))
+    union.update(np.concatenate([statistics_data(rank, part) for rank in range(2) for part in range(2)]))
+    for rank in ranks:
+        np.testing.assert_allclose(rank["mean"], union.mean, rtol=1e-10)
+        np.testing.assert_allclose(rank["var"], union.var, rtol=1e-10)
+        assert rank["count"] == pytest.approx(union.count)
+
+
+def test_moments_since_undoes_a_merge() -> None:
+    rng = np.random.default_rng(0)
+    base, both = RunningMeanStd(shape=(2,)), RunningMeanStd(shape=(2,))
+    first, added = rng.normal(size=(9, 2)), rng.normal(3.0, 2.0, size=(13, 2))
+    base.update(first)
+    both.update(first)
+    both.update(added)
+    mean, var, count = moments_since((base.mean, base.var, base.count), (both.mean, both.var, both.count))
+    assert count == pytest.approx(13)
+    np.testing.assert_allclose(mean, added.mean(axis=0), rtol=1e-10)
+    np.testing.assert_allclose(var, added.var(axis=0), rtol=1e-10)
+
+
+def test_workers_that_disagree_on_batch_size_refuse_to_train(start_workers) -> None:
+    for status, err in _finish(start_workers("mismatched")):
+        assert status == 4, err
+        assert "disagree on batch_size" in err
+
+
+def test_killed_worker_makes_the_other_exit_with_an_error_within_30_seconds(
+    start_workers, tmp_path: Path
+) -> None:
+    survivor, victim = start_workers("train_forever", "td3")
+    deadline = time.monotonic() + 90
+    while not (tmp_path / "ready1").exists():
+        assert victim.poll() is None and survivor.poll() is None, "a worker ended before training"
+        assert time.monotonic() < deadline, "the workers did not start training"
+        time.sleep(0.1)
+    victim.send_signal(signal.SIGKILL)
+    killed = time.monotonic()
+    _, err = survivor.communicate(timeout=30)
+    assert time.monotonic() - killed < 30
+    assert survivor.returncode != 0
+    assert "WorkerLostError" in err and "lost the other workers" in err
+
+
+def test_train_frequency_in_episodes_cannot_be_shared() -> None:
+    her = HER(
+        "MultiInputPolicy", BitFlippingEnv(n_bits=4), "dqn", train_freq=(1, "episode"), learning_starts=8
+    )
+    with pytest.raises(ValueError, match="train_freq counted in episodes"):
+        check_shared_settings(her.model)
+
+
+def test_one_process_trains_without_the_distributed_callback() -> None:
+    assert with_distributed_training(None, None) is None
+
+
+def _train_error(capsys: pytest.CaptureFixture[str], *extra: str) -> str:
+    status = cli.main(["train", "--env", "BitFlipping-v0", "-n", "100", "--seed", "1", *extra])
+    assert status == 2
+    return capsys.readouterr().err
+
+
+def test_zero_workers_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["train", "--env", "BitFlipping-v0", "--workers", "0"])
+    assert exit_info.value.code == 2
+    assert "--workers: expected a positive integer, got '0'" in capsys.readouterr().err
+
+
+def test_more_workers_than_cores_needs_oversubscribe(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    many = str(distributed.available_cores() + 1)
+    err = _train_error(capsys, "--workers", many, "-f", str(tmp_path))
+    assert f"--workers {many} is more than the" in err and "--oversubscribe" in err
+    assert not (tmp_path / "her").exists()
+
+
+def test_rendezvous_port_in_use_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        err = _train_error(capsys, "--workers", "2", "--oversubscribe", "--rendezvous-port", str(port))
+    assert f"--rendezvous-port {port} is in use" in err
+
+
+def test_workers_refuse_a_gpu_device(capsys: pytest.CaptureFixture[str]) -> None:
+    err = _train_error(capsys, "--workers", "2", "--oversubscribe", "--device", "cuda")
+    assert "--device cuda" in err and "torchrun" in err
+
+
+def test_train_frequency_in_episodes_is_refused_before_workers_start(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    err = _train_error(capsys, "--workers", "2", "--oversubscribe", "-params", "train_freq:[1,episode]")
+    assert "train_freq [1, 'episode'] counts episodes" in err
+
+
+def test_workers_option_under_torchrun_must_match(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    err = _train_error(capsys, "--workers", "3", "-f", str(tmp_path))
+    assert "leave --workers out under torchrun" in err
+
+
+def test_launcher_names_a_killed_worker_and_stops_the_others(tmp_path: Path) -> None:
+    command = [
+        "train",
+        "--env",
+        "BitFlipping-v0",
+        "-n",
+        "1e7",
+        "--workers",
+        "2",
+        "--oversubscribe",
+        *STEP_TRAINING,
+    ]
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "her_wrap.runs.cli", *command, "--eval-freq", "0", "-f", str(tmp_path)],
+        env=_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert launcher.stdout is not None
+        started = launcher.stdout.readline()
+        match = re.search(r"pids (\d+), (\d+)", started)
+        assert match, started
+        pids = [int(pid) for pid in match.groups()]
+        deadline = time.monotonic() + 90
+        while not list(tmp_path.glob("her/*/*.monitor.csv")):
+            assert launcher.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        time.sleep(2)  # into training
+        os.kill(pids[1], signal.SIGKILL)
+        _, err = launcher.communicate(timeout=30)
+        assert launcher.returncode == 1
+        assert f"worker 1 (pid {pids[1]}) was killed by signal 9" in err
+        for pid in pids:
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.communicate()
+
+
+def test_workers_stop_when_their_launcher_is_killed(tmp_path: Path) -> None:
+    command = [
+        "train",
+        "--env",
+        "BitFlipping-v0",
+        "-n",
+        "1e7",
+        "--workers",
+        "2",
+        "--oversubscribe",
+        *STEP_TRAINING,
+    ]
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "her_wrap.runs.cli", *command, "--eval-freq", "0", "-f", str(tmp_path)],
+        env=_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert launcher.stdout is not None
+    match = re.search(r"pids (\d+), (\d+)", launcher.stdout.readline())
+    assert match
+    pids = [int(pid) for pid in match.groups()]
+    try:
+        while "Training HER" not in launcher.stdout.readline():
+            assert launcher.poll() is None
+        launcher.kill()
+        launcher.communicate()
+        deadline = time.monotonic() + 30
+        while any(_running(pid) for pid in pids):
+            assert time.monotonic() < deadline, "workers outlived their launcher by 30 s"
+            time.sleep(0.2)
+    finally:
+        for pid in pids:
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    """Whether a process runs (a zombie, ended but not yet reaped by its new parent, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.slow
+def test_two_workers_learn_15_bit_flipping(tmp_path: Path) -> None:
+    """The shipped BitFlipping-v0 entry (15 bits, DQN) with 2 workers, each its full budget: greedy success.
+
+    The entry's updates counted in steps: 40 gradient steps every 240 env steps (16 episodes of 15 steps).
+    """
+    command = ["--env", "BitFlipping-v0", "--seed", "0", "--eval-freq", "0", "-f", str(tmp_path)]
+    command += ["-params", "train_freq:[240,step]", "gradient_steps:40"]
+    trained = subprocess.run(
+        [sys.executable, "-m", "her_wrap.runs.cli", "train", *command, "--workers", "2", "--oversubscribe"],
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert trained.returncode == 0, trained.stderr
+    enjoyed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "her_wrap.runs.cli",
+            "enjoy",
+            "--env",
+            "BitFlipping-v0",
+            "-n",
+            "100",
+            "-f",
+            str(tmp_path),
+        ],
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert enjoyed.returncode == 0, enjoyed.stderr
+    rate = float(re.search(r"success rate (\d\.\d+)", enjoyed.stdout).group(1))  # type: ignore[union-attr]
+    assert rate >= 0.95, enjoyed.stdout
+
+
+def test_a_jax_learner_is_refused_for_several_workers_naming_the_fix() -> None:
+    sbx = pytest.importorskip("sbx", reason="SBX learners need the jax extra: pip install 'her_wrap[jax]'")
+    model = HER("MultiInputPolicy", BitFlippingEnv(n_bits=4, continuous=True), sbx.SAC, learning_starts=10)
+    with pytest.raises(UnshareableSettingError, match="PyTorch learner"):
+        check_shared_settings(model.model)
