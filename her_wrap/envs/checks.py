@@ -44,8 +44,9 @@ def check_goal_space(space: spaces.Space) -> None:
         kind = type(space).__name__
         raise GoalEnvError(
             f"Cannot relabel {kind} observations: HER needs the goal dict, so the observation_space must be "
-            f"a spaces.Dict, got {kind}. Fix: return dict observations with the keys {list(GOAL_KEYS)} "
-            "(for a VecEnv, build it from the goal envs themselves: HER flattens them for MlpPolicy)."
+            f"a spaces.Dict, got {kind}. Fix: return dict observations with the keys {list(GOAL_KEYS)}. "
+            "Build the VecEnv from the goal envs themselves (not flattened ones): HER flattens them for "
+            "MlpPolicy."
         )
     missing = [key for key in GOAL_KEYS if key not in space.spaces]
     if missing:

@@ -19,7 +19,7 @@ from her_wrap.runs import presets
 from her_wrap.runs.config import hindsight_settings, load_run_config
 from her_wrap.runs.model_factory import learner_kwargs
 
-CONFIG = Path(__file__).resolve().parents[1] / "configs" / "her.yml"
+CONFIG = Path(__file__).resolve().parents[2] / "configs" / "her.yml"
 FETCH_ACTIONS = spaces.Box(-1.0, 1.0, (4,), dtype=np.float32)
 
 CASES = [

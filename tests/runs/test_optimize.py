@@ -37,7 +37,7 @@ needs_postgres = pytest.mark.skipif(
     not POSTGRES_URL,
     reason="HER_WRAP_TEST_POSTGRES_URL is unset: start a server with `.ci/postgres.sh` and export the URL it prints",
 )
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

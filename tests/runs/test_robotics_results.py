@@ -18,7 +18,7 @@ from her_wrap.runs.config import load_run_config
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.yaml_io import write_yaml_file
 
-RESULTS_FILE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "robotics_results.json"
+RESULTS_FILE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "robotics_results.json"
 
 
 def fake_run(
@@ -186,19 +186,3 @@ def test_every_reference_reads_an_unnormalized_her_entry_of_the_zoo_for_a_shippe
         assert not entry.get("normalize", False), name
         assert isinstance(entry["replay_buffer_kwargs"], dict), name
         assert task.env_id in {entry_task.env_id for entry_task in experiments.ENTRY_TASKS.values()}, name
-
-
-def test_the_scripts_report_prints_the_tables_of_the_results_file() -> None:
-    import subprocess
-    import sys
-
-    script = RESULTS_FILE.parents[1] / "scripts" / "robotics_results.py"
-    completed = subprocess.run(
-        [sys.executable, str(script), "--results", str(RESULTS_FILE), "report"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    )
-    assert results.MANIPULATION_HEADER.splitlines()[0] in completed.stdout
-    assert "**worst** of 3" in completed.stdout

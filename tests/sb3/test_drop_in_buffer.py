@@ -417,7 +417,7 @@ def test_buffer_size_counts_transitions_over_all_envs_as_sb3(n_envs):
 
 
 # ---------------------------------------------------------------------------- the docs' examples
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def page_block(page: str, language: str) -> str:
@@ -435,7 +435,7 @@ def test_drop_in_page_example_builds_a_learner_on_the_drop_in():
 
 def test_zoo_page_example_names_the_buffer_as_the_tested_zoo_file_does():
     (example,) = yaml.safe_load(page_block("zoo.md", "yaml")).values()
-    tested = yaml.safe_load((Path(__file__).parent / "data" / "zoo_her.yml").read_text())["FetchReach-v4"]
+    tested = yaml.safe_load((Path(__file__).parents[1] / "data" / "zoo_her.yml").read_text())["FetchReach-v4"]
     assert example["replay_buffer_class"] == tested["replay_buffer_class"]
 
 

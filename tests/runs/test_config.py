@@ -23,8 +23,8 @@ from her_wrap.runs.literals import parse_python_literal
 from her_wrap.runs.model_factory import learner_kwargs, resolve_learning_rate, resolve_policy_kwargs
 from her_wrap.runs.yaml_io import parse_yaml, write_yaml_file
 
-REPO = Path(__file__).resolve().parent.parent
-ZOO_FILE = Path(__file__).resolve().parent / "data" / "tqc.yml"
+REPO = Path(__file__).resolve().parents[2]
+ZOO_FILE = Path(__file__).resolve().parents[1] / "data" / "tqc.yml"
 
 
 def write_config(tmp_path: Path, text: str, name: str = "her.yml") -> Path:

@@ -1,6 +1,6 @@
-"""Worker programs of tests/test_distributed.py, one process per rank (gloo on CPU).
+"""Worker programs of tests/sb3/test_distributed.py, one process per rank (gloo on CPU).
 
-Usage: ``python tests/distributed_workers.py SCENARIO RANK WORLD_SIZE PORT OUT_DIR``; each writes what the
+Usage: ``python tests/sb3/distributed_workers.py SCENARIO RANK WORLD_SIZE PORT OUT_DIR``; each writes what the
 test checks into ``OUT_DIR/rank{RANK}.npz`` (or a model zip).
 """
 

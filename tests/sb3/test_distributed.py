@@ -1,4 +1,4 @@
-"""Multi-worker training: two gloo workers on CPU, one process each (tests/distributed_workers.py)."""
+"""Multi-worker training: two gloo workers on CPU, one process each (tests/sb3/distributed_workers.py)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from her_wrap.sb3.distributed import (
     with_distributed_training,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORKERS = Path(__file__).resolve().parent / "distributed_workers.py"
 sys.path.insert(0, str(WORKERS.parent))
 

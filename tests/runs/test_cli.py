@@ -13,14 +13,14 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
-from test_runs_optimize import POSTGRES_URL, needs_postgres
+from test_optimize import POSTGRES_URL, needs_postgres
 
 from her_wrap.runs.arguments import progress_bar_enabled
 from her_wrap.runs.checkpoints import checkpoint_timesteps
 from her_wrap.runs.yaml_io import load_yaml_file
 
-REPO = Path(__file__).resolve().parent.parent
-ZOO_FILE = Path(__file__).resolve().parent / "data" / "tqc.yml"
+REPO = Path(__file__).resolve().parents[2]
+ZOO_FILE = Path(__file__).resolve().parents[1] / "data" / "tqc.yml"
 ENV_ID = "BitFlipping-v0"
 
 # A network of 16 units on 4 bits: every run learns something within a few hundred steps.
@@ -31,6 +31,8 @@ TINY = [
     "learning_starts:32",
     "buffer_size:2000",
     "env_kwargs.n_bits:4",
+    "train_freq:1",
+    "gradient_steps:1",
     "--num-threads",
     "1",
 ]

@@ -2,7 +2,7 @@
 
 The default run has one quick check of the whole path on FetchReach-v4 (train, monitor, save, load,
 predict). The results of docs/robotics.md (greedy success on fresh episodes within 5,000 env steps, each
-seed) are ``slow`` tests: ``make test-slow`` or ``pytest -m slow tests/test_robotics.py``.
+seed) are ``slow`` tests: ``make test-slow`` or ``pytest -m slow tests/sb3/test_robotics.py``.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("rl_zoo3")
 
-HYPERPARAMETERS = Path(__file__).parent / "data" / "zoo_her.yml"
+HYPERPARAMETERS = Path(__file__).parents[1] / "data" / "zoo_her.yml"
 
 RUNS = {
     # env id: (algo, modules that register the env id, extra zoo arguments)
