@@ -2,8 +2,8 @@
 
 Most runs are a few dozen env steps with one 16-unit layer: they test the wiring (HER's buffer reaches
 the learner, every gradient step gets its share of relabeled goals, options SBX cannot honour are refused
-at construction). One short run learns 6-bit flipping; the 15-bit budget run is ``slow``. XLA is kept to
-the CPU and one thread, set before JAX is imported.
+at construction). One short run learns 6-bit flipping; the budget runs (15-bit flipping, FetchReach-v4)
+are in tests/test_jax_learning.py. XLA is kept to the CPU and one thread, set before JAX is imported.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from stable_baselines3 import DQN as TorchDQN
 
 from her_wrap import HER, BitFlippingEnv
 from her_wrap.runs.learners import learner_parameters
+from her_wrap.runs.presets import BIT_FLIPPING_DQN
 from her_wrap.runs.search_spaces import SEARCH_SPACES
 from her_wrap.sb3.evaluation import success_rate
 from her_wrap.sb3.jax_learners import (
@@ -34,7 +35,6 @@ from her_wrap.sb3.jax_learners import (
     is_jax_learner,
 )
 from her_wrap.sb3.learners import LEARNERS, resolve_model_class
-from her_wrap.sb3.presets import BIT_FLIPPING_DQN
 
 sbx = pytest.importorskip("sbx", reason="SBX learners need the jax extra: pip install 'her_wrap[jax]'")
 
@@ -158,14 +158,6 @@ def test_her_sbx_dqn_learns_6_bit_flipping() -> None:
     assert success_rate(model, BitFlippingEnv(n_bits=6), 100, seed=12_345) >= 0.9
 
 
-@pytest.mark.slow
-def test_her_sbx_dqn_learns_15_bit_flipping() -> None:
-    """sbx.DQN with the HER paper's settings within the budget of HER(DQN) in test_learning.py."""
-    model = HER("MlpPolicy", BitFlippingEnv(n_bits=15), sbx.DQN, n_sampled_goal=4, seed=0, **BIT_FLIPPING_DQN)
-    model.learn(12_000)
-    assert success_rate(model, BitFlippingEnv(n_bits=15), 100, seed=12_345) >= 0.9
-
-
 # --------------------------------------------------------------------------- one-call sampling
 
 
@@ -222,6 +214,23 @@ def test_a_policy_the_sbx_learner_lacks_is_refused_naming_the_fix() -> None:
 def test_an_on_policy_sbx_learner_is_refused_listing_the_supported_ones() -> None:
     with pytest.raises(TypeError, match=r"sbx\.CrossQ\); PPO is not one"):
         HER("MlpPolicy", BitFlippingEnv(n_bits=4, continuous=True), sbx.PPO)
+
+
+@pytest.mark.parametrize("droq", ["sbx.DroQ", "sbx.droq"])
+def test_sbx_droq_is_refused_naming_sac_with_its_dropout_options(droq: str) -> None:
+    """SBX's ``DroQ`` is a function that raises (SAC took its options), not a learner class."""
+    model_class = sbx.DroQ if droq == "sbx.DroQ" else droq
+    fix = r"use sbx\.SAC with policy_kwargs=dict\(dropout_rate=0\.01, layer_norm=True\)"
+    with pytest.raises((TypeError, ValueError), match=fix):
+        HER("MlpPolicy", BitFlippingEnv(n_bits=4, continuous=True), model_class)
+
+
+def test_sbx_sac_with_droq_options_trains_with_dropout_critics() -> None:
+    """The configuration the DroQ error names is accepted and reaches SBX's critics."""
+    kwargs = tiny(policy_kwargs={"net_arch": [16], "dropout_rate": 0.01, "layer_norm": True})
+    model = HER("MlpPolicy", BitFlippingEnv(n_bits=4, continuous=True), sbx.SAC, gradient_steps=2, **kwargs)
+    model.learn(24)
+    assert (model.policy.dropout_rate, model.policy.layer_norm, model.model._n_updates) == (0.01, True, 8)
 
 
 class OwnBufferDQN(TorchDQN):
