@@ -13,6 +13,7 @@ import os
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ from gymnasium import spaces
 from stable_baselines3 import DQN as TorchDQN
 
 from her_wrap import HER, BitFlippingEnv
-from her_wrap.runs.learners import learner_parameters
+from her_wrap.runs.model_classes import learner_parameters
 from her_wrap.runs.presets import BIT_FLIPPING_DQN
 from her_wrap.runs.search_spaces import SEARCH_SPACES
 from her_wrap.sb3.evaluation import success_rate
@@ -249,20 +250,42 @@ def test_a_learner_that_replaces_hers_buffer_is_refused_at_construction() -> Non
 # --------------------------------------------------------------------------- the her-wrap command
 
 
-def test_her_wrap_train_takes_an_sbx_learner(tmp_path: Path) -> None:
-    completed = subprocess.run(
-        [
-            sys.executable, "-m", "her_wrap.runs.cli", "train", "--env", "BitFlippingContinuous-v0",
-            "--algo", "sbx.crossq", "-n", "60", "--eval-freq", "0", "--verbose", "0", "--seed", "0",
-            "-params", "policy_kwargs.net_arch:[16]", "batch_size:16", "learning_starts:32",
-            "buffer_size:2000", "env_kwargs.n_bits:4", "--num-threads", "1",
-        ],
-        cwd=tmp_path, capture_output=True, text=True, timeout=240,
+def her_wrap_command(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "her_wrap.runs.cli", *arguments]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=240)
+
+
+@pytest.fixture(scope="module")
+def sbx_run_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``her-wrap train --algo sbx.crossq`` on 4-bit continuous flipping, 60 steps: the folder and the run."""
+    folder = tmp_path_factory.mktemp("sbx_run")
+    completed = her_wrap_command(
+        "train", "--env", "BitFlippingContinuous-v0", "--algo", "sbx.crossq", "-n", "60", "--eval-freq", "0",
+        "--verbose", "0", "--seed", "0", "-params", "policy_kwargs.net_arch:[16]", "batch_size:16",
+        "learning_starts:32", "buffer_size:2000", "env_kwargs.n_bits:4", "--num-threads", "1",
+        cwd=folder,
     )  # fmt: skip
+    return folder, completed
+
+
+def test_her_wrap_train_takes_an_sbx_learner(
+    sbx_run_folder: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    folder, completed = sbx_run_folder
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "Training HER(sbx.crossq, MlpPolicy)" in completed.stdout
-    zips = sorted(path.name for path in (tmp_path / "logs" / "her").rglob("*.zip"))
+    zips = sorted(path.name for path in (folder / "logs" / "her").rglob("*.zip"))
     assert zips == ["BitFlippingContinuous-v0.zip"]
+
+
+def test_her_wrap_enjoy_runs_the_agent_of_an_sbx_run(
+    sbx_run_folder: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    folder, trained = sbx_run_folder
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    completed = her_wrap_command("enjoy", "--env", "BitFlippingContinuous-v0", "-n", "3", cwd=folder)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert re.search(r"success rate \d\.\d{3} \(\d/3 episodes\)", completed.stdout), completed.stdout
 
 
 @pytest.mark.parametrize("name", [name for name in LEARNERS if name.startswith("sbx.")])
