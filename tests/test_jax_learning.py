@@ -61,9 +61,11 @@ def test_sbx_learner_reaches_95_percent_on_fetch_reach_within_5000_steps(
     learner: str, settings: dict[str, Any]
 ) -> None:
     """The budget and recipe of HER(SAC) / HER(DDPG) in tests/test_robotics.py (TQC and CrossQ take SAC's,
-    TD3 DDPG's Gaussian exploration noise)."""
+    TD3 DDPG's Gaussian exploration noise); sbx.DDPG has no MultiInputPolicy, so HER flattens the dict."""
     started = time.perf_counter()
-    model = HER("MultiInputPolicy", "FetchReach-v4", getattr(sbx, learner), seed=0, **settings)
+    model_class = getattr(sbx, learner)
+    policy = "MultiInputPolicy" if "MultiInputPolicy" in model_class.policy_aliases else "MlpPolicy"
+    model = HER(policy, "FetchReach-v4", model_class, seed=0, **settings)
     model.learn(5_000)
     rate = success_rate(model, make_goal_env("FetchReach-v4"), EVAL_EPISODES, seed=1_000_000)
     report(learner, "FetchReach-v4", 5_000, rate, started)
