@@ -71,6 +71,16 @@ LEARNERS: dict[str, Learner] = {
     )
 }
 
+#: Learners that SBX names but builds as a configuration of another one: name -> how HER builds it.
+#: (``sbx.DroQ`` is a function that raises, since SBX 0.16, not a learner class.)
+LEARNER_CONFIGURATIONS: dict[str, str] = {
+    "sbx.droq": (
+        "sbx.SAC with policy_kwargs=dict(dropout_rate=0.01, layer_norm=True) (DroQ's dropout and "
+        "layer-normalized critics; its paper's 20 critic updates per env step are gradient_steps=20, "
+        "policy_delay=20)"
+    ),
+}
+
 #: Names of the learners for discrete actions; the others act in continuous action spaces.
 DISCRETE_ACTION_LEARNERS = frozenset(name for name, learner in LEARNERS.items() if learner.discrete_actions)
 
@@ -79,9 +89,14 @@ def canonical_learner_name(name: object) -> str:
     """Validate a learner name and return it in lower case.
 
     :param name: ``"sac"``, ``"SAC"``, ...
-    :raises ValueError: for any other name, listing the valid ones
+    :raises ValueError: for a learner built as another one's configuration (``"sbx.droq"``), naming that
+        one; for any other name, listing the valid ones
     """
     key = str(name).strip().lower()
+    if key in LEARNER_CONFIGURATIONS:
+        raise ValueError(
+            f"model_class {name!r} is no learner class of its own: use {LEARNER_CONFIGURATIONS[key]}."
+        )
     if key not in LEARNERS:
         raise ValueError(f"unknown model_class {name!r}; use one of {', '.join(LEARNERS)}")
     return key
@@ -101,6 +116,8 @@ def resolve_model_class(model_class: type | str) -> type[OffPolicyAlgorithm]:
     from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
     if isinstance(model_class, str):
+        if model_class.strip().lower() in LEARNER_CONFIGURATIONS:
+            canonical_learner_name(model_class)  # raises, naming the learner to use
         try:
             name = canonical_learner_name(model_class)
         except ValueError as error:
@@ -108,6 +125,10 @@ def resolve_model_class(model_class: type | str) -> type[OffPolicyAlgorithm]:
         model_class = LEARNERS[name].load()
     if not isinstance(model_class, type) or not issubclass(model_class, OffPolicyAlgorithm):
         name = getattr(model_class, "__name__", repr(model_class))
+        package = str(getattr(model_class, "__module__", "")).partition(".")[0]
+        configuration = LEARNER_CONFIGURATIONS.get(f"{package}.{name}".lower())
+        if configuration is not None:
+            raise TypeError(f"{package}.{name} is no learner class of its own: use {configuration}.")
         supported = ", ".join(learner.label for learner in LEARNERS.values())
         raise TypeError(
             f"HER needs an off-policy learner with a replay buffer ({supported}); "

@@ -2,8 +2,8 @@
 
 Most runs are a few dozen env steps with one 16-unit layer: they test the wiring (HER's buffer reaches
 the learner, every gradient step gets its share of relabeled goals, options SBX cannot honour are refused
-at construction). One short run learns 6-bit flipping; the 15-bit budget run is ``slow``. XLA is kept to
-the CPU and one thread, set before JAX is imported.
+at construction). One short run learns 6-bit flipping; the budget runs (15-bit flipping, FetchReach-v4)
+are in tests/sb3/test_jax_learning.py. XLA is kept to the CPU and one thread, set before JAX is imported.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import os
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -158,14 +159,6 @@ def test_her_sbx_dqn_learns_6_bit_flipping() -> None:
     assert success_rate(model, BitFlippingEnv(n_bits=6), 100, seed=12_345) >= 0.9
 
 
-@pytest.mark.slow
-def test_her_sbx_dqn_learns_15_bit_flipping() -> None:
-    """sbx.DQN with the HER paper's settings within the budget of HER(DQN) in test_learning.py."""
-    model = HER("MlpPolicy", BitFlippingEnv(n_bits=15), sbx.DQN, n_sampled_goal=4, seed=0, **BIT_FLIPPING_DQN)
-    model.learn(12_000)
-    assert success_rate(model, BitFlippingEnv(n_bits=15), 100, seed=12_345) >= 0.9
-
-
 # --------------------------------------------------------------------------- one-call sampling
 
 
@@ -224,6 +217,23 @@ def test_an_on_policy_sbx_learner_is_refused_listing_the_supported_ones() -> Non
         HER("MlpPolicy", BitFlippingEnv(n_bits=4, continuous=True), sbx.PPO)
 
 
+@pytest.mark.parametrize("droq", ["sbx.DroQ", "sbx.droq"])
+def test_sbx_droq_is_refused_naming_sac_with_its_dropout_options(droq: str) -> None:
+    """SBX's ``DroQ`` is a function that raises (SAC took its options), not a learner class."""
+    model_class = sbx.DroQ if droq == "sbx.DroQ" else droq
+    fix = r"use sbx\.SAC with policy_kwargs=dict\(dropout_rate=0\.01, layer_norm=True\)"
+    with pytest.raises((TypeError, ValueError), match=fix):
+        HER("MlpPolicy", BitFlippingEnv(n_bits=4, continuous=True), model_class)
+
+
+def test_sbx_sac_with_droq_options_trains_with_dropout_critics() -> None:
+    """The configuration the DroQ error names is accepted and reaches SBX's critics."""
+    kwargs = tiny(policy_kwargs={"net_arch": [16], "dropout_rate": 0.01, "layer_norm": True})
+    model = HER("MlpPolicy", BitFlippingEnv(n_bits=4, continuous=True), sbx.SAC, gradient_steps=2, **kwargs)
+    model.learn(24)
+    assert (model.policy.dropout_rate, model.policy.layer_norm, model.model._n_updates) == (0.01, True, 8)
+
+
 class OwnBufferDQN(TorchDQN):
     """A learner that builds a buffer of its own whatever is set, as SBX's do."""
 
@@ -240,20 +250,42 @@ def test_a_learner_that_replaces_hers_buffer_is_refused_at_construction() -> Non
 # --------------------------------------------------------------------------- the her-wrap command
 
 
-def test_her_wrap_train_takes_an_sbx_learner(tmp_path: Path) -> None:
-    completed = subprocess.run(
-        [
-            sys.executable, "-m", "her_wrap.runs.cli", "train", "--env", "BitFlippingContinuous-v0",
-            "--algo", "sbx.crossq", "-n", "60", "--eval-freq", "0", "--verbose", "0", "--seed", "0",
-            "-params", "policy_kwargs.net_arch:[16]", "batch_size:16", "learning_starts:32",
-            "buffer_size:2000", "env_kwargs.n_bits:4", "--num-threads", "1",
-        ],
-        cwd=tmp_path, capture_output=True, text=True, timeout=240,
+def her_wrap_command(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "her_wrap.runs.cli", *arguments]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=240)
+
+
+@pytest.fixture(scope="module")
+def sbx_run_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``her-wrap train --algo sbx.crossq`` on 4-bit continuous flipping, 60 steps: the folder and the run."""
+    folder = tmp_path_factory.mktemp("sbx_run")
+    completed = her_wrap_command(
+        "train", "--env", "BitFlippingContinuous-v0", "--algo", "sbx.crossq", "-n", "60", "--eval-freq", "0",
+        "--verbose", "0", "--seed", "0", "-params", "policy_kwargs.net_arch:[16]", "batch_size:16",
+        "learning_starts:32", "buffer_size:2000", "env_kwargs.n_bits:4", "--num-threads", "1",
+        cwd=folder,
     )  # fmt: skip
+    return folder, completed
+
+
+def test_her_wrap_train_takes_an_sbx_learner(
+    sbx_run_folder: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    folder, completed = sbx_run_folder
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "Training HER(sbx.crossq, MlpPolicy)" in completed.stdout
-    zips = sorted(path.name for path in (tmp_path / "logs" / "her").rglob("*.zip"))
+    zips = sorted(path.name for path in (folder / "logs" / "her").rglob("*.zip"))
     assert zips == ["BitFlippingContinuous-v0.zip"]
+
+
+def test_her_wrap_enjoy_runs_the_agent_of_an_sbx_run(
+    sbx_run_folder: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    folder, trained = sbx_run_folder
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    completed = her_wrap_command("enjoy", "--env", "BitFlippingContinuous-v0", "-n", "3", cwd=folder)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert re.search(r"success rate \d\.\d{3} \(\d/3 episodes\)", completed.stdout), completed.stdout
 
 
 @pytest.mark.parametrize("name", [name for name in LEARNERS if name.startswith("sbx.")])
