@@ -314,12 +314,10 @@ def achieved_goal_of(states: np.ndarray) -> np.ndarray:
     return states[:, OBS_DIM:]
 
 
-def build_cpprb(capacity: int, *, prioritized: bool) -> tuple:
-    from cpprb import HindsightReplayBuffer
-
-    # cpprb's size counts rows: the real transition plus its k relabeled copies.
-    buffer = HindsightReplayBuffer(
-        capacity * (K + 1),
+def cpprb_api_buffer(buffer_class: type, size: int, *, prioritized: bool, **extra: Any) -> Any:
+    """A buffer of cpprb's HindsightReplayBuffer API (cpprb's own or her_wrap's) for this benchmark's task."""
+    return buffer_class(
+        size,
         CPPRB_ENV_DICT,
         EPISODE_LEN,
         cpprb_reward,
@@ -328,7 +326,15 @@ def build_cpprb(capacity: int, *, prioritized: bool) -> tuple:
         strategy="future",
         additional_goals=K,
         prioritized=prioritized,
+        **extra,
     )
+
+
+def build_cpprb(capacity: int, *, prioritized: bool) -> tuple:
+    from cpprb import HindsightReplayBuffer
+
+    # cpprb's size counts rows: the real transition plus its k relabeled copies.
+    buffer = cpprb_api_buffer(HindsightReplayBuffer, capacity * (K + 1), prioritized=prioritized)
     return (
         cpprb_style_add_episode(buffer),
         buffer.sample,
@@ -340,18 +346,7 @@ def build_cpprb(capacity: int, *, prioritized: bool) -> tuple:
 def build_her_wrap_standalone(capacity: int, *, prioritized: bool) -> tuple:
     from her_wrap.core.hindsight_replay_buffer import HindsightReplayBuffer
 
-    buffer = HindsightReplayBuffer(
-        capacity,
-        CPPRB_ENV_DICT,
-        EPISODE_LEN,
-        cpprb_reward,
-        goal_func=achieved_goal_of,
-        goal_shape=GOAL_DIM,
-        strategy="future",
-        additional_goals=K,
-        prioritized=prioritized,
-        seed=0,
-    )
+    buffer = cpprb_api_buffer(HindsightReplayBuffer, capacity, prioritized=prioritized, seed=0)
     return (
         cpprb_style_add_episode(buffer),
         buffer.sample,

@@ -157,3 +157,12 @@ def plain_arguments(args: argparse.Namespace) -> dict[str, Any]:
             continue
         plain[key] = str(value) if isinstance(value, Path) else value
     return plain
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of every command that trains an entry: env, config file, log folder, runtime, training."""
+    add_env_argument(parser)
+    add_config_arguments(parser)
+    add_log_folder_argument(parser)
+    add_runtime_arguments(parser)
+    add_training_arguments(parser)

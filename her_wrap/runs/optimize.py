@@ -50,11 +50,7 @@ _STORAGE_ATTEMPTS = 5
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    arguments.add_env_argument(parser)
-    arguments.add_config_arguments(parser)
-    arguments.add_log_folder_argument(parser)
-    arguments.add_runtime_arguments(parser)
-    arguments.add_training_arguments(parser)
+    arguments.add_run_arguments(parser)
     parser.add_argument(
         "--n-trials", type=arguments.positive_int, default=10, help="trials this worker runs (default: 10)"
     )

@@ -29,11 +29,7 @@ from her_wrap.runs.yaml_io import write_yaml_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    arguments.add_env_argument(parser)
-    arguments.add_config_arguments(parser)
-    arguments.add_log_folder_argument(parser)
-    arguments.add_runtime_arguments(parser)
-    arguments.add_training_arguments(parser)
+    arguments.add_run_arguments(parser)
     parser.add_argument(
         "--eval-freq",
         type=int,
