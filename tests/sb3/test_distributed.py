@@ -263,25 +263,30 @@ def test_workers_option_under_torchrun_must_match(
     assert "leave --workers out under torchrun" in err
 
 
-def test_launcher_names_a_killed_worker_and_stops_the_others(tmp_path: Path) -> None:
-    command = [
-        "train",
-        "--env",
-        "BitFlipping-v0",
-        "-n",
-        "1e7",
-        "--workers",
-        "2",
-        "--oversubscribe",
-        *STEP_TRAINING,
-    ]
-    launcher = subprocess.Popen(
-        [sys.executable, "-m", "her_wrap.runs.cli", *command, "--eval-freq", "0", "-f", str(tmp_path)],
+def _launch_two_workers(tmp_path: Path, stderr: int) -> subprocess.Popen[str]:
+    """``her-wrap train --workers 2`` on a budget it never reaches, without evaluations."""
+    command = ["train", "--env", "BitFlipping-v0", "-n", "1e7", "--workers", "2", "--oversubscribe"]
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "her_wrap.runs.cli",
+            *command,
+            *STEP_TRAINING,
+            "--eval-freq",
+            "0",
+            "-f",
+            str(tmp_path),
+        ],
         env=_environment(),
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         text=True,
     )
+
+
+def test_launcher_names_a_killed_worker_and_stops_the_others(tmp_path: Path) -> None:
+    launcher = _launch_two_workers(tmp_path, stderr=subprocess.PIPE)
     try:
         assert launcher.stdout is not None
         started = launcher.stdout.readline()
@@ -307,24 +312,7 @@ def test_launcher_names_a_killed_worker_and_stops_the_others(tmp_path: Path) -> 
 
 
 def test_workers_stop_when_their_launcher_is_killed(tmp_path: Path) -> None:
-    command = [
-        "train",
-        "--env",
-        "BitFlipping-v0",
-        "-n",
-        "1e7",
-        "--workers",
-        "2",
-        "--oversubscribe",
-        *STEP_TRAINING,
-    ]
-    launcher = subprocess.Popen(
-        [sys.executable, "-m", "her_wrap.runs.cli", *command, "--eval-freq", "0", "-f", str(tmp_path)],
-        env=_environment(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    launcher = _launch_two_workers(tmp_path, stderr=subprocess.DEVNULL)
     assert launcher.stdout is not None
     match = re.search(r"pids (\d+), (\d+)", launcher.stdout.readline())
     assert match
