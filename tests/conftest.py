@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from her_wrap.core.goal_selection import GoalSelectionStrategy
+
 
 @pytest.fixture(scope="session")
 def tiny_learner_kwargs() -> Callable[[], dict[str, Any]]:
@@ -20,3 +22,17 @@ def tiny_learner_kwargs() -> Callable[[], dict[str, Any]]:
         return {"learning_starts": 100, "batch_size": 32, "policy_kwargs": {"net_arch": [32]}}
 
     return make
+
+
+@pytest.fixture
+def strategy_parses(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every value GoalSelectionStrategy.parse is called with, from now on."""
+    calls: list[object] = []
+    parse = GoalSelectionStrategy.parse.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type, value: object) -> object:
+        calls.append(value)
+        return parse(cls, value)
+
+    monkeypatch.setattr(GoalSelectionStrategy, "parse", classmethod(counting))
+    return calls

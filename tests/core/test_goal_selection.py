@@ -57,20 +57,6 @@ def test_a_goal_mix_holds_strategy_members_and_the_desired_source():
 # ---------------------------------------------------------------- parsed once
 
 
-@pytest.fixture
-def strategy_parses(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """Every value GoalSelectionStrategy.parse is called with, from now on."""
-    calls: list[object] = []
-    parse = GoalSelectionStrategy.parse.__func__  # type: ignore[attr-defined]
-
-    def counting(cls, value):
-        calls.append(value)
-        return parse(cls, value)
-
-    monkeypatch.setattr(GoalSelectionStrategy, "parse", classmethod(counting))
-    return calls
-
-
 def test_hindsight_settings_parses_the_raw_strategy_once(strategy_parses):
     settings = HindsightSettings(goal_selection_strategy="EPISODE")
     assert (

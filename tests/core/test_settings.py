@@ -98,14 +98,8 @@ def test_her_passes_one_settings_object_down_to_the_core_sampler():
     assert model.settings.goal_selection_strategy is GoalSelectionStrategy.EPISODE
 
 
-def test_her_hands_its_raw_values_to_the_settings_which_parse_them_once(monkeypatch):
-    parsed: list[object] = []
-    parse = GoalSelectionStrategy.parse.__func__  # type: ignore[attr-defined]
-    monkeypatch.setattr(
-        GoalSelectionStrategy,
-        "parse",
-        classmethod(lambda cls, value: parsed.append(value) or parse(cls, value)),
-    )
+def test_her_hands_its_raw_values_to_the_settings_which_parse_them_once(strategy_parses):
+    parsed = strategy_parses
     model = HER(
         "MlpPolicy", BitFlippingEnv(n_bits=3), "dqn", 2, "Final", laber="LaBERmax", learning_starts=10
     )

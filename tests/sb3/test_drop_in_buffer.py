@@ -439,14 +439,8 @@ def test_zoo_page_example_names_the_buffer_as_the_tested_zoo_file_does():
     assert example["replay_buffer_class"] == tested["replay_buffer_class"]
 
 
-def test_the_drop_in_buffer_hands_its_raw_strategy_to_the_settings_once(monkeypatch):
-    parsed: list[object] = []
-    parse = GoalSelectionStrategy.parse.__func__  # type: ignore[attr-defined]
-    monkeypatch.setattr(
-        GoalSelectionStrategy,
-        "parse",
-        classmethod(lambda cls, value: parsed.append(value) or parse(cls, value)),
-    )
+def test_the_drop_in_buffer_hands_its_raw_strategy_to_the_settings_once(strategy_parses):
+    parsed = strategy_parses
     model = learner(SAC, bit_flipping(SAC), replay_buffer_kwargs={"goal_selection_strategy": "EPISODE"})
     assert parsed == ["EPISODE"]
     assert model.replay_buffer.goal_selection_strategy is GoalSelectionStrategy.EPISODE
