@@ -28,6 +28,9 @@ Keys of an entry:
   the agent's zip;
 - ``n_envs``: envs stepped in parallel (default 1);
 - ``num_threads``: torch CPU threads of the run (default 1; ``--num-threads`` replaces it);
+- ``workers``: worker processes of ``her-wrap train``, gradients averaged at every step (default 1;
+  ``--workers`` replaces it, and under ``torchrun`` the launch's count does; see
+  :mod:`her_wrap.runs.distributed`);
 - ``noise_type`` (``normal`` or ``ornstein-uhlenbeck``) and ``noise_std``: exploration noise of the
   continuous-action learners;
 - every other key is a keyword argument of the learner (``learning_rate``, ``buffer_size``, ...). A key
@@ -102,6 +105,7 @@ RUN_KEYS: tuple[str, ...] = (
     "normalize",
     "n_envs",
     "num_threads",
+    "workers",
     "noise_type",
     "noise_std",
 )
@@ -118,7 +122,6 @@ VEC_NORMALIZE_KEYS = (
     "norm_obs_keys",
 )
 
-_INTEGER_KEYS = ("n_timesteps", "n_envs", "num_threads")
 _INTEGER_HER_KEYS = ("n_sampled_goal", "laber_m")
 
 
@@ -269,6 +272,9 @@ def build_run_config(entry: Mapping[str, Any], env_id: str, where: str, algo: st
     num_threads = entry.pop("num_threads", None)
     if num_threads is not None:
         num_threads = _as_integer(num_threads, "num_threads", where, minimum=1)
+    workers = entry.pop("workers", None)
+    if workers is not None:
+        workers = _as_integer(workers, "workers", where, minimum=1)
     hindsight, her_options = _validate_her(entry.pop("her", None) or {}, where)
     env_kwargs = entry.pop("env_kwargs", None) or {}
     if not isinstance(env_kwargs, dict):
@@ -308,6 +314,7 @@ def build_run_config(entry: Mapping[str, Any], env_id: str, where: str, algo: st
         normalize=normalize,
         noise_type=noise_type,
         noise_std=noise_std,
+        workers=workers,
     )
 
 

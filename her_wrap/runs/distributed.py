@@ -9,6 +9,9 @@ Two ways to start a multi-worker run, one training entry:
   torchrun sets ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT`` and each process joins the
   group from them (``env://``); ``--workers`` is left out there.
 
+A config entry's ``workers: N`` starts N workers as ``--workers N`` does; ``--workers`` replaces it (``--workers
+1`` trains in one process), and under torchrun the launch's count does.
+
 Each worker steps its own envs (seeded ``seed + rank * SEED_STRIDE``) into its own replay buffer; the learner's training
 is shared as :mod:`her_wrap.sb3.distributed` describes. Rank 0 alone writes the run folder (config, args,
 monitor files of its envs, evaluations, checkpoints, the final agent); the other workers log nothing.

@@ -321,6 +321,12 @@ def optimize(args: argparse.Namespace) -> Any:
     fixed = {parse_override(text)[0] for text in args.hyperparams}
     n_timesteps = args.n_timesteps or base_config.n_timesteps
     arguments.set_torch_threads(arguments.torch_threads(args.num_threads, base_config.num_threads))
+    if (base_config.workers or 1) > 1:
+        print(
+            f"{args.env}: the entry's workers: {base_config.workers} is not used here: each trial trains in "
+            "one process (run several her-wrap optimize processes on one --storage to use more cores)",
+            flush=True,
+        )
 
     study_name = args.study_name or f"her-{folder_name(args.env)}-{base_config.model_class}"
     study_dir = Path(args.log_folder) / ALGO_FOLDER / folder_name(study_name)

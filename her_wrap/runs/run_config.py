@@ -42,6 +42,8 @@ class RunConfig:
     normalize: bool | dict[str, Any]
     noise_type: str | None
     noise_std: float | None
+    #: worker processes of ``her-wrap train`` (``None``: one; ``--workers`` replaces it)
+    workers: int | None
 
     def __init__(
         self,
@@ -60,6 +62,7 @@ class RunConfig:
         *,
         hindsight: HindsightSettings | None = None,
         her_options: dict[str, Any] | None = None,
+        workers: int | None = None,
     ) -> None:
         if her is not None:
             warnings.warn(
@@ -86,6 +89,7 @@ class RunConfig:
             "normalize": normalize,
             "noise_type": noise_type,
             "noise_std": noise_std,
+            "workers": workers,
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)  # a frozen dataclass sets its fields only this way
@@ -111,6 +115,8 @@ class RunConfig:
         }
         if self.num_threads is not None:
             entry["num_threads"] = self.num_threads
+        if self.workers is not None:
+            entry["workers"] = self.workers
         if self.noise_type is not None:
             entry["noise_type"] = self.noise_type
             entry["noise_std"] = self.noise_std

@@ -10,6 +10,9 @@ evaluation and optional atomic checkpoints, and saves the final agent. See
 (their updates go on), into a new run folder. Its timestep count carries on, and training stops when it reaches ``n_timesteps``:
 a run killed at step 6,000 of 10,000 and resumed from its 5,000-step checkpoint trains 5,000 more steps.
 To train a finished agent further, raise ``-n``.
+
+``--workers N`` (or the entry's ``workers: N``) trains with N worker processes on this machine; see
+:mod:`her_wrap.runs.distributed`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from her_wrap.runs.checkpoints import SavedAgent, resolve_saved_agent, save_agen
 from her_wrap.runs.config import load_run_config
 from her_wrap.runs.env_factory import TrainingEnvs, check_env_id, ensure_registered, make_training_envs
 from her_wrap.runs.errors import UsageError
+from her_wrap.runs.run_config import RunConfig
 from her_wrap.runs.run_layout import RunLayout, new_run
 from her_wrap.runs.yaml_io import write_yaml_file
 
@@ -109,6 +113,18 @@ def _config_source(args: argparse.Namespace, saved: SavedAgent | None) -> Path:
     return arguments.default_config_path()
 
 
+def _run_config(args: argparse.Namespace, config_source: Path) -> RunConfig:
+    """The run's entry from ``config_source`` with the command line's overrides."""
+    return load_run_config(
+        config_source,
+        args.env,
+        algo=args.algo,
+        overrides=args.hyperparams,
+        n_timesteps=args.n_timesteps,
+        n_envs=args.n_envs,
+    )
+
+
 def train(args: argparse.Namespace) -> RunLayout:
     """Run ``her-wrap train`` with parsed arguments; return the layout of the new run folder."""
     from her_wrap.runs.callbacks import CheckpointCallback, SuccessEvalCallback
@@ -117,14 +133,7 @@ def train(args: argparse.Namespace) -> RunLayout:
     ensure_registered(args.env)
     saved = resolve_saved_agent(args.trained_agent) if args.trained_agent is not None else None
     config_source = _config_source(args, saved)
-    config = load_run_config(
-        config_source,
-        args.env,
-        algo=args.algo,
-        overrides=args.hyperparams,
-        n_timesteps=args.n_timesteps,
-        n_envs=args.n_envs,
-    )
+    config = _run_config(args, config_source)
     check_env_id(config.env_id, config.env_kwargs)
     seed = args.seed if args.seed is not None else arguments.draw_seed()
     worker = distributed.join_workers(args)  # rank 0 of 1 unless started as one of several workers
@@ -228,8 +237,21 @@ def _follow(
     return layout
 
 
+def _entry_workers(args: argparse.Namespace) -> int:
+    """Worker processes the run's config entry asks for (its ``workers``, else 1)."""
+    saved = resolve_saved_agent(args.trained_agent) if args.trained_agent is not None else None
+    return _run_config(args, _config_source(args, saved)).workers or 1
+
+
 def run(args: argparse.Namespace) -> int:
-    if (args.workers or 1) > 1 and not distributed.under_torchrun():
-        return distributed.launch(args, run)
+    if not distributed.under_torchrun():
+        if args.workers is None:
+            ensure_registered(args.env)
+            workers = _entry_workers(args)
+            if workers > 1:
+                print(f"{args.env}: the entry's workers: {workers} (--workers replaces it)", flush=True)
+                args.workers = workers
+        if (args.workers or 1) > 1:
+            return distributed.launch(args, run)
     train(args)
     return 0

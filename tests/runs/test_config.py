@@ -159,6 +159,8 @@ LOADER_CASES = [
     LoaderCase("no normalize key means no normalization", BASE, {"normalize": False}),
     LoaderCase("num_threads of the run", BASE + "  num_threads: 2\n", {"num_threads": 2}),
     LoaderCase("no num_threads key leaves the command's default", BASE, {"num_threads": None}),
+    LoaderCase("workers of the run", BASE + "  workers: 4\n", {"workers": 4}),
+    LoaderCase("no workers key leaves the command's default", BASE, {"workers": None}),
     LoaderCase(
         "dotted override into her",
         BASE,
@@ -322,6 +324,8 @@ BAD_CONFIG_CASES = [
     BadConfigCase(
         "num_threads not a count", BASE + "  num_threads: two\n", ("num_threads must be an integer",)
     ),
+    BadConfigCase("workers below 1", BASE + "  workers: 0\n", ("workers must be at least 1, got 0",)),
+    BadConfigCase("workers not a count", BASE + "  workers: 2.5\n", ("workers must be an integer",)),
 ]
 
 
@@ -426,7 +430,7 @@ def test_shipped_config_has_the_promised_entries() -> None:
 
 
 def test_config_yml_round_trip(tmp_path: Path) -> None:
-    original = load_run_config(ZOO_FILE, "FetchReach-v4", overrides=("her.online:false",))
+    original = load_run_config(ZOO_FILE, "FetchReach-v4", overrides=("her.online:false", "workers:2"))
     write_yaml_file(tmp_path / "config.yml", {original.env_id: original.to_entry()})
     assert load_run_config(tmp_path / "config.yml", original.env_id) == original
 

@@ -263,6 +263,31 @@ def test_workers_option_under_torchrun_must_match(
     assert "leave --workers out under torchrun" in err
 
 
+def test_entry_workers_start_that_many_workers_and_the_option_replaces_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from her_wrap.runs import train
+
+    launched: list[int] = []
+    trained: list[int | None] = []
+    monkeypatch.setattr(distributed, "launch", lambda args, entry: launched.append(args.workers) or 0)
+    monkeypatch.setattr(train, "train", lambda args: trained.append(args.workers))
+    entry = ["train", "--env", "BitFlipping-v0", "-f", str(tmp_path), "-params", "workers:2"]
+    assert cli.main(entry) == 0
+    assert cli.main([*entry, "--workers", "1"]) == 0
+    assert cli.main([*entry, "--workers", "3", "--oversubscribe"]) == 0
+    assert cli.main(["train", "--env", "BitFlipping-v0", "-f", str(tmp_path)]) == 0
+    assert launched == [2, 3] and trained == [1, None]
+
+
+def test_bad_entry_workers_is_refused_before_any_worker_starts(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    err = _train_error(capsys, "-f", str(tmp_path), "-params", "workers:0")
+    assert "workers must be at least 1, got 0" in err
+    assert not (tmp_path / "her").exists()
+
+
 def _launch_two_workers(tmp_path: Path, stderr: int) -> subprocess.Popen[str]:
     """``her-wrap train --workers 2`` on a budget it never reaches, without evaluations."""
     command = ["train", "--env", "BitFlipping-v0", "-n", "1e7", "--workers", "2", "--oversubscribe"]
