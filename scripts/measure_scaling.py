@@ -6,12 +6,18 @@
   ``--repeats``;
 - update: one gradient step of that learner (HER's train step with the entry's update options), timed
   over ``--steps`` steps after filling the buffer with ``--fill`` random-action env steps, at each batch
-  size and torch thread count given.
+  size and torch thread count given;
+- throughput (``--parts throughput``): ``her-wrap train`` with the shipped entry, ``--throughput-steps``
+  env steps in all, as 1 worker x 2 threads and as 2 workers x 1 thread with the per-worker batch, envs and
+  ``learning_starts`` halved (the same total batch, env steps per update and random steps); env steps per
+  second of training time (``train_seconds`` of the run's last evaluation: evaluations left out), and
+  their ratio.
 
 Usage::
 
     python scripts/measure_scaling.py                       # prints a Markdown table
     python scripts/measure_scaling.py --batch-sizes 1024 2048 --threads 1 2 --steps 40
+    python scripts/measure_scaling.py --parts throughput --throughput-steps 20000
 """
 
 from __future__ import annotations
@@ -20,8 +26,13 @@ import argparse
 import datetime
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
+import numpy as np
 import torch as th
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -111,6 +122,41 @@ def update_seconds(batch_size: int, threads: int, fill: int, steps: int) -> floa
     return (time.perf_counter() - started) / steps
 
 
+#: The two runs of the throughput comparison: label, extra ``her-wrap train`` options, workers.
+THROUGHPUT_RUNS = (
+    ("1 worker x 2 threads", ["--num-threads", "2"], 1),
+    (
+        "2 workers x 1 thread",
+        ["--workers", "2", "--n-envs", "1", "-params", "batch_size:1024", "learning_starts:500"],
+        2,
+    ),
+)
+
+
+def throughput_command(total_steps: int, extra: list[str], workers: int, folder: Path) -> list[str]:
+    """``her-wrap train`` of the shipped entry for ``total_steps`` env steps over ``workers`` workers."""
+    return [
+        *("her-wrap", "train", "--env", ENV_ID, "--seed", "1"),
+        *("-n", str(total_steps // workers), "--eval-freq", str(10 * total_steps), "--eval-episodes", "1"),
+        *("-f", str(folder), *extra),
+    ]
+
+
+def throughput(total_steps: int) -> list[tuple[str, str, float]]:
+    """Env steps per training second of each run of :data:`THROUGHPUT_RUNS`: (label, command, rate)."""
+    rows = []
+    for label, extra, workers in THROUGHPUT_RUNS:
+        with tempfile.TemporaryDirectory() as folder:
+            command = throughput_command(total_steps, extra, workers, Path(folder))
+            runner = [sys.executable, "-m", "her_wrap.runs.cli", *command[1:]]
+            subprocess.run(runner, check=True, stdout=subprocess.DEVNULL)
+            (evaluations,) = Path(folder).glob("her/*/evaluations.npz")
+            seconds = float(np.load(evaluations)["train_seconds"][-1])
+        shown = [*command[: command.index("-f")], *command[command.index("-f") + 2 :]]
+        rows.append((label, " ".join(shown), total_steps / seconds))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -120,9 +166,32 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40, help="gradient steps timed per setting")
     parser.add_argument("--fill", type=int, default=2000, help="env steps in the buffer before timing")
     parser.add_argument("--repeats", type=int, default=200, help="all-reduces timed per buffer")
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        choices=("costs", "throughput"),
+        default=["costs"],
+        help="what to measure: the all-reduce and update costs, the throughput of 1 and 2 workers",
+    )
+    parser.add_argument(
+        "--throughput-steps", type=int, default=20_000, help="env steps in all of each throughput run"
+    )
     args = parser.parse_args()
 
     print(f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}; torch {th.__version__}")
+    if "costs" in args.parts:
+        print_costs(args)
+    if "throughput" in args.parts:
+        rows = throughput(args.throughput_steps)
+        print("\n| run | command | env steps / s |\n|---|---|---:|")
+        for label, command, rate in rows:
+            print(f"| {label} | `{command}` | {rate:.1f} |")
+        print(f"\n2 workers / 1 worker: {rows[1][2] / rows[0][2]:.2f}x")
+    print(f"\nload average after: {os.getloadavg()}")
+
+
+def print_costs(args: argparse.Namespace) -> None:
+    """The all-reduce and update tables."""
     sizes = gradient_sizes()
     reduce = allreduce_seconds(sizes, args.repeats)
     print("\n| gradient all-reduce (gloo, 2 workers) | floats | median ms |\n|---|---|---|")
@@ -133,7 +202,6 @@ def main() -> None:
         for threads in args.threads:
             seconds = update_seconds(batch_size, threads, args.fill, args.steps)
             print(f"| {ENV_ID} DDPG 3x256 | {batch_size} | {threads} | {1000 * seconds:.1f} |")
-    print(f"\nload average after: {os.getloadavg()}")
 
 
 if __name__ == "__main__":
