@@ -4,7 +4,9 @@ Config values are plain data; this module turns the few that stand for Python ob
 
 - ``policy_kwargs.activation_fn``: ``relu``, ``ReLU``, ``nn.ReLU``, ``th.nn.ReLU`` ... (ReLU, Tanh, ELU,
   LeakyReLU, GELU, SiLU, Sigmoid), and ``policy_kwargs.optimizer_class``: ``Adam``, ``th.optim.AdamW``, ...
-  (Adam, AdamW, SGD, RMSprop), each from that fixed list;
+  (Adam, AdamW, SGD, RMSprop), each from that fixed list: torch classes for the PyTorch learners, and
+  for SBX's JAX learners the same functions of ``flax.linen`` (``nn.relu``, ...) and ``optax``
+  (``optax.adam``, ...);
 - ``learning_rate: lin_7.3e-4`` (the zoo's form): a rate decayed linearly from 7.3e-4 to 0 over training;
 - ``train_freq: [1, episode]``: the tuple stable-baselines3 expects;
 - ``noise_type``/``noise_std``: the learner's ``action_noise``.
@@ -19,17 +21,28 @@ import numpy as np
 
 from her_wrap.runs.config import RunConfig
 from her_wrap.runs.errors import UsageError
-from her_wrap.sb3.learners import DISCRETE_ACTION_LEARNERS
+from her_wrap.sb3.learners import DISCRETE_ACTION_LEARNERS, LEARNERS
 
 if TYPE_CHECKING:
     from her_wrap.sb3.her import HER
 
-_ACTIVATIONS = ("ReLU", "Tanh", "ELU", "LeakyReLU", "GELU", "SiLU", "Sigmoid")
-_OPTIMIZERS = ("Adam", "AdamW", "SGD", "RMSprop")
+#: Activation names a config may give: torch's class name -> the ``flax.linen`` function of SBX's learners.
+_ACTIVATIONS = {
+    "ReLU": "relu",
+    "Tanh": "tanh",
+    "ELU": "elu",
+    "LeakyReLU": "leaky_relu",
+    "GELU": "gelu",
+    "SiLU": "silu",
+    "Sigmoid": "sigmoid",
+}
+#: Optimizer names a config may give: torch's class name -> the ``optax`` function of SBX's learners.
+_OPTIMIZERS = {"Adam": "adam", "AdamW": "adamw", "SGD": "sgd", "RMSprop": "rmsprop"}
 _LINEAR_PREFIX = "lin_"
 
 
-def _torch_class(value: Any, module: Any, allowed: tuple[str, ...], key: str) -> Any:
+def _named_object(value: Any, modules: tuple[Any, Any], allowed: dict[str, str], key: str, jax: bool) -> Any:
+    """The torch class (``jax=False``) or JAX function (``jax=True``) a config's name stands for."""
     if not isinstance(value, str):
         return value
     name = value.rsplit(".", 1)[-1]
@@ -37,21 +50,35 @@ def _torch_class(value: Any, module: Any, allowed: tuple[str, ...], key: str) ->
     canonical = by_lower_name.get(name.lower().replace("_", ""))
     if canonical is None:
         raise UsageError(f"policy_kwargs.{key} {value!r} is not one of {', '.join(allowed)}")
-    return getattr(module, canonical)
+    torch_module, jax_module = modules
+    return getattr(jax_module, allowed[canonical]) if jax else getattr(torch_module, canonical)
 
 
-def resolve_policy_kwargs(policy_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``policy_kwargs`` with activation and optimizer names replaced by torch classes; a new dict."""
-    import torch
+def resolve_policy_kwargs(policy_kwargs: dict[str, Any], *, jax: bool = False) -> dict[str, Any]:
+    """``policy_kwargs`` with activation and optimizer names replaced by the objects they stand for.
 
+    :param policy_kwargs: a config's ``policy_kwargs``; not changed
+    :param jax: make ``flax.linen`` activations and ``optax`` optimizers (SBX's learners) instead of torch
+        classes
+    :return: a new dict
+    """
+    if jax:
+        import flax.linen
+        import optax
+
+        activations, optimizers = (None, flax.linen), (None, optax)
+    else:
+        import torch
+
+        activations, optimizers = (torch.nn, None), (torch.optim, None)
     resolved = copy.deepcopy(policy_kwargs)
     if "activation_fn" in resolved:
-        resolved["activation_fn"] = _torch_class(
-            resolved["activation_fn"], torch.nn, _ACTIVATIONS, "activation_fn"
+        resolved["activation_fn"] = _named_object(
+            resolved["activation_fn"], activations, _ACTIVATIONS, "activation_fn", jax
         )
     if "optimizer_class" in resolved:
-        resolved["optimizer_class"] = _torch_class(
-            resolved["optimizer_class"], torch.optim, _OPTIMIZERS, "optimizer_class"
+        resolved["optimizer_class"] = _named_object(
+            resolved["optimizer_class"], optimizers, _OPTIMIZERS, "optimizer_class", jax
         )
     return resolved
 
@@ -84,7 +111,8 @@ def learner_kwargs(config: RunConfig, action_space: Any) -> dict[str, Any]:
     """The learner's constructor arguments from a config, with the objects of the module docstring made."""
     kwargs = copy.deepcopy(config.learner_kwargs)
     if "policy_kwargs" in kwargs:
-        kwargs["policy_kwargs"] = resolve_policy_kwargs(kwargs["policy_kwargs"] or {})
+        jax = LEARNERS[config.model_class].module == "sbx"
+        kwargs["policy_kwargs"] = resolve_policy_kwargs(kwargs["policy_kwargs"] or {}, jax=jax)
     if "learning_rate" in kwargs:
         kwargs["learning_rate"] = resolve_learning_rate(kwargs["learning_rate"])
     if isinstance(kwargs.get("train_freq"), list):

@@ -294,3 +294,28 @@ def test_optuna_search_space_of_an_sbx_learner_names_only_what_it_takes(name: st
     learner_keys = {path[0] for path in space if path[0] not in ("her", "noise_std")}
     assert learner_keys <= set(learner_parameters(name))
     assert ("her", "laber") not in space
+
+
+def test_activation_and_optimizer_names_of_a_config_become_flax_and_optax_functions() -> None:
+    import flax.linen
+    import optax
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from her_wrap.runs.model_factory import build_agent, resolve_policy_kwargs
+    from her_wrap.runs.run_config import RunConfig
+
+    resolved = resolve_policy_kwargs({"activation_fn": "nn.Tanh", "optimizer_class": "adamw"}, jax=True)
+    assert resolved == {"activation_fn": flax.linen.tanh, "optimizer_class": optax.adamw}
+    config = RunConfig(
+        "BitFlippingContinuous-v0",
+        "sbx.sac",
+        64,
+        policy="MlpPolicy",
+        learner_kwargs={"policy_kwargs": {"net_arch": [16], "activation_fn": "elu"}, "learning_starts": 8},
+    )
+    env = DummyVecEnv([lambda: BitFlippingEnv(n_bits=4, continuous=True, max_steps=4)])
+    agent = build_agent(config, env, seed=0, verbose=0)
+    activation = agent.model.policy.activation_fn  # a copy of the function (HER copies its arguments)
+    inputs = np.array([-1.0, 0.5], dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(activation(inputs)), np.asarray(flax.linen.elu(inputs)))
+    agent.learn(16)  # the flax function runs in the networks
