@@ -317,18 +317,30 @@ def flat_observation_space(dict_space: spaces.Dict) -> spaces.Box:
 
 
 def layout_space(layout: GoalObservationLayout) -> spaces.Dict:
-    """The dict observation space a flat layout was made from (bounds aside: boxes are unbounded).
+    """The dict observation space a flat layout was made from (bounds aside: boxes span their dtype).
 
     :param layout: the key layout of flat observations
-    :return: a Dict space with one sub-space per key, of the key's shape and dtype
+    :return: a Dict space with one sub-space per key, of the key's shape and dtype; a float box is
+        unbounded, an integer box (images: ``uint8``) spans its dtype's range, a boolean one [0, 1]
     """
     parts: dict[str, spaces.Space[Any]] = {}
     for key in layout.keys:
         if key.kind == "discrete":
             parts[key.name] = spaces.Discrete(key.size, start=key.discrete_start)
         else:
-            parts[key.name] = spaces.Box(-np.inf, np.inf, key.shape, dtype=np.dtype(key.dtype))
+            dtype = np.dtype(key.dtype)
+            parts[key.name] = spaces.Box(*_dtype_range(dtype), key.shape, dtype=dtype)
     return spaces.Dict(parts)
+
+
+def _dtype_range(dtype: np.dtype[Any]) -> tuple[Any, Any]:
+    """The widest bounds a box of ``dtype`` takes."""
+    if np.issubdtype(dtype, np.bool_):
+        return 0, 1
+    if np.issubdtype(dtype, np.integer):
+        limits = np.iinfo(dtype)
+        return limits.min, limits.max
+    return -np.inf, np.inf
 
 
 def _flat_bounds(

@@ -52,6 +52,10 @@ SPACES = {
     "discrete_with_start": (goal_space(spaces.Discrete(5, start=-2), spaces.Discrete(4, start=1)), 13),
     "scalar_boxes": (goal_space(spaces.Box(-1, 1, (), np.float32), spaces.Box(0, 5, (), np.float32)), 3),
     "all_float64": (goal_space(spaces.Box(0, 1, (3,), np.float64), spaces.Box(0, 1, (2,), np.float64)), 7),
+    "uint8_images": (
+        goal_space(spaces.Box(0, 255, (3, 3), np.uint8), spaces.Box(0, 255, (2, 2), np.uint8)),
+        17,
+    ),
 }
 
 
@@ -265,3 +269,14 @@ def test_discrete_value_outside_its_range_is_rejected() -> None:
     observation = {"observation": -3, "achieved_goal": 1, "desired_goal": 1}  # Discrete(5, start=-2)
     with pytest.raises(ValueError, match="outside the Discrete range"):
         make_wrapper("discrete_with_start").convert_dict_to_obs(observation)
+
+
+def test_layout_space_gives_integer_boxes_their_dtype_range_and_float_boxes_no_bounds() -> None:
+    from her_wrap.envs.goal_wrapper import layout_space
+
+    space = goal_space(spaces.Box(-1, 1, (2,), np.float32), spaces.Box(0, 255, (2, 2), np.uint8))
+    restored = layout_space(HERGoalEnvWrapper(TinyGoalEnv(space)).layout)
+    goal = restored["desired_goal"]
+    assert isinstance(goal, spaces.Box) and goal.dtype == np.uint8 and goal.shape == (2, 2)
+    assert (goal.low == 0).all() and (goal.high == 255).all()
+    assert np.isinf(restored["observation"].low).all() and restored["observation"].dtype == np.float32

@@ -9,9 +9,11 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
+import gymnasium
 import numpy as np
 import pytest
 import torch as th
+from gymnasium import spaces
 from sb3_contrib import QRDQN, TQC
 from stable_baselines3 import DDPG, DQN, SAC, TD3
 from stable_baselines3.common.env_util import make_vec_env
@@ -239,3 +241,54 @@ def test_same_seed_twice_gives_identical_parameters(model_class, continuous, tin
 
     first, second = train(), train()
     assert all(th.equal(first[name], second[name]) for name in first)
+
+
+# ---------------------------------------------------------------------- image goals
+class PixelGoalEnv(gymnasium.Env):
+    """Move the lit pixel of a 4x4 ``uint8`` image onto the goal image's: observations and goals are images."""
+
+    def __init__(self) -> None:
+        image = spaces.Box(0, 255, (4, 4), np.uint8)
+        self.observation_space = spaces.Dict(observation=image, achieved_goal=image, desired_goal=image)
+        self.action_space = spaces.Discrete(4)
+
+    def _image(self, cell: tuple[int, int]) -> np.ndarray:
+        image = np.zeros((4, 4), np.uint8)
+        image[cell] = 255
+        return image
+
+    def _observation(self) -> dict[str, np.ndarray]:
+        here = self._image(self.cell)
+        return {"observation": here, "achieved_goal": here.copy(), "desired_goal": self._image(self.goal)}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        super().reset(seed=seed)
+        self.cell = tuple(int(v) for v in self.np_random.integers(0, 4, 2))
+        self.goal = tuple(int(v) for v in self.np_random.integers(0, 4, 2))
+        self.steps = 0
+        return self._observation(), {}
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        differ = np.any(np.asarray(achieved_goal) != np.asarray(desired_goal), axis=(-2, -1))
+        return -differ.astype(np.float32)
+
+    def step(self, action: int) -> tuple[dict, float, bool, bool, dict]:
+        row, column = [(0, 1), (0, -1), (1, 0), (-1, 0)][int(action)]
+        self.cell = (min(max(self.cell[0] + row, 0), 3), min(max(self.cell[1] + column, 0), 3))
+        self.steps += 1
+        observation = self._observation()
+        reward = float(self.compute_reward(observation["achieved_goal"], observation["desired_goal"], None))
+        return observation, reward, reward == 0.0, self.steps >= 8, {"is_success": reward == 0.0}
+
+
+def test_mlp_policy_trains_on_uint8_image_goals_and_relabels_them(tiny_learner_kwargs):
+    model = HER("MlpPolicy", PixelGoalEnv(), DQN, seed=0, **tiny_learner_kwargs())
+    model.learn(200)
+    samples = model.replay_buffer.sample(64)
+    layout = HERGoalEnvWrapper(PixelGoalEnv())
+    achieved = layout.convert_obs_to_dict(samples.next_observations.numpy())["achieved_goal"]
+    desired = layout.convert_obs_to_dict(samples.observations.numpy())["desired_goal"]
+    assert achieved.dtype == np.uint8 and achieved.shape == (64, 4, 4)
+    expected = PixelGoalEnv().compute_reward(achieved, desired, None)
+    np.testing.assert_array_equal(samples.rewards.numpy().ravel(), expected)
+    assert (expected == 0.0).any() and (expected == -1.0).any()  # relabeled goals met, and goals missed
