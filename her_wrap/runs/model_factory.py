@@ -41,8 +41,8 @@ _OPTIMIZERS = {"Adam": "adam", "AdamW": "adamw", "SGD": "sgd", "RMSprop": "rmspr
 _LINEAR_PREFIX = "lin_"
 
 
-def _named_object(value: Any, modules: tuple[Any, Any], allowed: dict[str, str], key: str, jax: bool) -> Any:
-    """The torch class (``jax=False``) or JAX function (``jax=True``) a config's name stands for."""
+def _named_object(value: Any, module: Any, allowed: dict[str, str], key: str, jax: bool) -> Any:
+    """The torch class (``jax=False``) or JAX function (``jax=True``) of ``module`` a config's name means."""
     if not isinstance(value, str):
         return value
     name = value.rsplit(".", 1)[-1]
@@ -50,8 +50,7 @@ def _named_object(value: Any, modules: tuple[Any, Any], allowed: dict[str, str],
     canonical = by_lower_name.get(name.lower().replace("_", ""))
     if canonical is None:
         raise UsageError(f"policy_kwargs.{key} {value!r} is not one of {', '.join(allowed)}")
-    torch_module, jax_module = modules
-    return getattr(jax_module, allowed[canonical]) if jax else getattr(torch_module, canonical)
+    return getattr(module, allowed[canonical] if jax else canonical)
 
 
 def resolve_policy_kwargs(policy_kwargs: dict[str, Any], *, jax: bool = False) -> dict[str, Any]:
@@ -62,15 +61,17 @@ def resolve_policy_kwargs(policy_kwargs: dict[str, Any], *, jax: bool = False) -
         classes
     :return: a new dict
     """
+    activations: Any
+    optimizers: Any
     if jax:
         import flax.linen
         import optax
 
-        activations, optimizers = (None, flax.linen), (None, optax)
+        activations, optimizers = flax.linen, optax
     else:
         import torch
 
-        activations, optimizers = (torch.nn, None), (torch.optim, None)
+        activations, optimizers = torch.nn, torch.optim
     resolved = copy.deepcopy(policy_kwargs)
     if "activation_fn" in resolved:
         resolved["activation_fn"] = _named_object(

@@ -19,6 +19,7 @@ from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.core.settings import HindsightSettings, LaBERVariant
 from her_wrap.envs.registry import make_goal_env
 from her_wrap.sb3.batch_sources import BatchSource, UniformSource, make_batch_source
+from her_wrap.sb3.callbacks import as_her_callback
 from her_wrap.sb3.distributed import with_distributed_training
 from her_wrap.sb3.jax_learners import (
     SbxHindsightReplayWrapper,
@@ -276,12 +277,16 @@ class HER(LearnerAttributes):
 
         A run that resets the env closes the episodes the buffer had in progress. In a process group of
         several workers, the workers train one learner together (see :mod:`her_wrap.sb3.distributed`).
+
+        Callbacks see this HER model as their ``model`` (see :mod:`her_wrap.sb3.callbacks`): SB3's
+        ``EvalCallback`` evaluates with :meth:`predict` on the env's own observations and saves
+        ``best_model.zip`` with :meth:`save`.
         """
         if reset_num_timesteps or self.model._last_obs is None:
             self.replay_buffer.end_open_episodes()
         self.model.learn(
             total_timesteps,
-            callback=with_distributed_training(callback, self.normalizer),
+            callback=with_distributed_training(as_her_callback(callback, self), self.normalizer),
             log_interval=log_interval,
             tb_log_name=tb_log_name,
             reset_num_timesteps=reset_num_timesteps,
