@@ -3,8 +3,9 @@
 Every trial starts from the config entry, samples the settings of :mod:`her_wrap.runs.search_spaces` (the
 ``-params`` keys stay fixed), trains for ``-n`` steps (default: the entry's ``n_timesteps``) and evaluates
 greedily ``--n-evaluations`` times on the way. The trial's value is the mean success rate over those
-evaluations (the area under the learning curve: of two agents that both end at 1.0, the faster wins); the
-pruner compares trials evaluation by evaluation and stops the weak ones early.
+evaluations (the area under the learning curve: of two agents that both end at 1.0, the faster wins), or
+over the last ``--score-last K`` of them (where the budget's end is what counts, and one lucky last
+evaluation should not); the pruner compares trials evaluation by evaluation and stops the weak ones early.
 
 Storage: by default a SQLite file ``LOG_FOLDER/her/STUDY_NAME/study.db``, so a study survives the process
 and ``--n-jobs`` threads share it. ``--storage postgresql://user:password@host:port/db`` puts the study in
@@ -80,6 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--n-evaluations", type=arguments.positive_int, default=4, help="evaluations per trial (default: 4)"
+    )
+    parser.add_argument(
+        "--score-last",
+        type=arguments.positive_int,
+        default=None,
+        metavar="K",
+        help="a trial's value is its mean success over its last K evaluations (default: all of them)",
     )
 
 
@@ -243,6 +251,12 @@ def train_trial(
         gc.collect()
 
 
+def trial_value(success_rates: list[float], score_last: int | None = None) -> float:
+    """A trial's value: the mean of its evaluations' success rates, or of the last ``score_last`` of them."""
+    scored = success_rates if score_last is None else success_rates[-score_last:]
+    return sum(scored) / max(len(scored), 1)
+
+
 def make_objective(
     base: ConfigEntry, fixed: Collection[KeyPath], args: argparse.Namespace, n_timesteps: int
 ) -> Callable[[Any], float]:
@@ -273,7 +287,7 @@ def make_objective(
         )
         if trial.should_prune():
             raise optuna.TrialPruned()
-        return sum(result.success_rate for result in results) / max(len(results), 1)
+        return trial_value([result.success_rate for result in results], args.score_last)
 
     return objective
 
@@ -308,6 +322,11 @@ def optimize(args: argparse.Namespace) -> Any:
     """Run ``her-wrap optimize`` with parsed arguments; return the Optuna study."""
     import optuna
 
+    if args.score_last is not None and args.score_last > args.n_evaluations:
+        raise UsageError(
+            f"--score-last {args.score_last} is more than the {args.n_evaluations} evaluations of a trial: "
+            "lower it or raise --n-evaluations"
+        )
     ensure_registered(args.env)
     base = load_entry(
         args.conf or arguments.default_config_path(),

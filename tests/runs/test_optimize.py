@@ -28,6 +28,7 @@ from her_wrap.runs.optimize import (
     run_study,
     sqlalchemy_url,
     trial_entry,
+    trial_value,
     write_results,
 )
 from her_wrap.runs.search_spaces import NET_ARCHS, sample_settings
@@ -271,3 +272,18 @@ def test_search_space_samples_laber_and_the_random_strategy() -> None:
         for trial_settings in (sample_settings(study.ask(), "dqn") for _ in range(60))
     }
     assert {laber for laber, _ in seen} == {None, "mean", "max"} and "random" in {s for _, s in seen}
+
+
+def test_trial_value_is_the_mean_of_all_evaluations_or_of_the_last_k() -> None:
+    rates = [0.0, 0.2, 0.6, 1.0]
+    assert trial_value(rates) == pytest.approx(0.45)
+    assert trial_value(rates, score_last=2) == pytest.approx(0.8)
+    assert trial_value(rates, score_last=1) == 1.0
+
+
+def test_score_last_beyond_the_evaluations_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    from her_wrap.runs import cli
+
+    status = cli.main(["optimize", "--env", "BitFlipping-v0", "--n-evaluations", "3", "--score-last", "4"])
+    assert status == 2
+    assert "--score-last 4 is more than the 3 evaluations of a trial" in capsys.readouterr().err
