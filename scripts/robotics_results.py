@@ -55,6 +55,7 @@ from her_wrap.runs.experiments import (
     final_success,
     record_entry_run,
     run_entry,
+    variant_argument,
     zoo_entry,
 )
 from her_wrap.runs.model_factory import make_action_noise
@@ -351,9 +352,10 @@ def main() -> None:
     )
     run.add_argument(
         "--variant",
-        choices=sorted(VARIANTS),
+        type=variant_argument,
         default=None,
-        help="a change to the shipped entry (manipulation tasks)",
+        help="a change to the shipped entry (manipulation tasks): "
+        f"{', '.join(sorted(VARIANTS))}, or several joined by +",
     )
     run.set_defaults(handler=command_run)
     record = commands.add_parser(
@@ -361,7 +363,7 @@ def main() -> None:
     )
     record.add_argument("task", choices=sorted(ENTRY_TASKS))
     record.add_argument("run_dirs", type=pathlib.Path, nargs="+", metavar="RUN_DIR")
-    record.add_argument("--variant", choices=sorted(VARIANTS), default=None, help="the change the runs made")
+    record.add_argument("--variant", type=variant_argument, default=None, help="the change the runs made")
     record.set_defaults(handler=command_record)
     report = commands.add_parser("report", help="print the results tables and write PNG curves under docs/")
     report.add_argument(

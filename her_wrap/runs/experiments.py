@@ -1,8 +1,8 @@
 """The manipulation experiments of ``docs/robotics.md``: tasks, one-change variants, and their runs.
 
 A row of the manipulation table is ``her-wrap train`` with the shipped ``configs/her.yml`` entry of a task
-(:data:`ENTRY_TASKS`), possibly changed by one :data:`VARIANTS` entry (``-params`` items), one run per
-seed; the reference rows run stable-baselines3's own learner and ``HerReplayBuffer`` with
+(:data:`ENTRY_TASKS`), possibly changed by a :data:`VARIANTS` entry (``-params`` items; several joined
+by ``+`` combine their changes), one run per seed; the reference rows run stable-baselines3's own learner and ``HerReplayBuffer`` with
 rl-baselines3-zoo's entry for the task (:data:`REFERENCE_TASKS`). :func:`check_shipped_entry` makes sure a
 recorded run folder ran the row's recipe, and :func:`record_entry_run` turns such a folder into a result
 record (see :mod:`her_wrap.runs.results`).
@@ -10,6 +10,7 @@ record (see :mod:`her_wrap.runs.results`).
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -130,13 +131,30 @@ REFERENCE_TASKS: dict[str, ReferenceTask] = {
 def variant_overrides(variant: str | None) -> tuple[str, ...]:
     """The ``-params`` items of a variant (none for ``None``).
 
+    :param variant: a name of :data:`VARIANTS`, or several joined by ``+`` (``n-sampled-goal-4+laber-mean``:
+        both changes, in that order)
     :raises UsageError: for an unknown variant, listing the known ones
     """
     if variant is None:
         return ()
-    if variant not in VARIANTS:
-        raise UsageError(f"unknown variant {variant!r}; the variants: {', '.join(sorted(VARIANTS))}")
-    return VARIANTS[variant]
+    overrides: list[str] = []
+    for name in variant.split("+"):
+        if name not in VARIANTS:
+            raise UsageError(f"unknown variant {name!r}; the variants: {', '.join(sorted(VARIANTS))}")
+        overrides.extend(VARIANTS[name])
+    return tuple(overrides)
+
+
+def variant_argument(text: str) -> str:
+    """``--variant``'s type: one variant name, or several joined by ``+``.
+
+    :raises argparse.ArgumentTypeError: for an unknown name
+    """
+    try:
+        variant_overrides(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def check_shipped_entry(

@@ -100,6 +100,20 @@ def test_a_variant_changes_the_one_setting_it_names(variant: str, read: Any) -> 
 def test_an_unknown_variant_is_refused_listing_the_known_ones() -> None:
     with pytest.raises(UsageError, match="updates-40"):
         experiments.variant_overrides("updates-41")
+    with pytest.raises(UsageError, match="unknown variant 'updates-41'"):
+        experiments.variant_overrides("td3+updates-41")
+
+
+def test_variants_joined_by_plus_make_both_changes_and_are_taken_only_as_both(tmp_path: pathlib.Path) -> None:
+    overrides = experiments.variant_overrides("td3+n-sampled-goal-8")
+    assert overrides == (*experiments.VARIANTS["td3"], *experiments.VARIANTS["n-sampled-goal-8"])
+    config = load_run_config(default_config_path(), "FetchPush-v4", overrides=overrides)
+    assert config.model_class == "td3" and config.her["n_sampled_goal"] == 8
+    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    run_dir = fake_run(tmp_path, shipped_entry(task.steps, overrides))
+    experiments.check_shipped_entry(task, run_dir, overrides)
+    with pytest.raises(UsageError, match="pass the --variant it ran"):
+        experiments.check_shipped_entry(task, run_dir, experiments.variant_overrides("td3"))
 
 
 def test_minutes_to_a_success_level_come_from_the_first_point_reaching_it() -> None:
