@@ -66,7 +66,10 @@ def test_another_budget_or_schedule_is_refused(tmp_path: pathlib.Path) -> None:
 def test_a_variant_run_is_taken_only_as_that_variant(tmp_path: pathlib.Path) -> None:
     task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
     assert experiments.VARIANTS  # the loop below is not empty
+    shipped = load_run_config(default_config_path(), task.env_id)
     for variant, overrides in experiments.VARIANTS.items():
+        if load_run_config(default_config_path(), task.env_id, overrides=overrides) == shipped:
+            continue  # a variant of the other tasks' entries (FetchPush already has its change)
         run_dir = fake_run(tmp_path / variant, shipped_entry(task.steps, overrides))
         experiments.check_shipped_entry(task, run_dir, overrides)
         with pytest.raises(UsageError, match="pass the --variant it ran"):
@@ -74,10 +77,23 @@ def test_a_variant_run_is_taken_only_as_that_variant(tmp_path: pathlib.Path) -> 
 
 
 @pytest.mark.parametrize("variant", sorted(experiments.VARIANTS))
-def test_every_variant_builds_a_config_that_differs_from_the_shipped_one(variant: str) -> None:
-    shipped = load_run_config(default_config_path(), "FetchPush-v4")
-    changed = load_run_config(default_config_path(), "FetchPush-v4", overrides=experiments.VARIANTS[variant])
-    assert changed != shipped
+def test_every_variant_changes_the_shipped_entry_of_some_manipulation_task(variant: str) -> None:
+    env_ids = sorted({task.env_id for task in experiments.ENTRY_TASKS.values()})
+    changed = [
+        env_id
+        for env_id in env_ids
+        if load_run_config(default_config_path(), env_id, overrides=experiments.VARIANTS[variant])
+        != load_run_config(default_config_path(), env_id)
+    ]
+    assert changed, f"{variant} changes no shipped manipulation entry"
+
+
+def test_fetch_push_ships_8_relabeled_goals_and_the_other_manipulation_tasks_4() -> None:
+    n_sampled_goal = {
+        task.env_id: load_run_config(default_config_path(), task.env_id).hindsight.n_sampled_goal
+        for task in experiments.ENTRY_TASKS.values()
+    }
+    assert n_sampled_goal.pop("FetchPush-v4") == 8 and set(n_sampled_goal.values()) == {4}
 
 
 @pytest.mark.parametrize(
@@ -89,7 +105,7 @@ def test_every_variant_builds_a_config_that_differs_from_the_shipped_one(variant
         ("random-0.2", lambda config: config.her["random_action_prob"] == 0.2),
         ("n-steps-3", lambda config: config.her["n_steps"] == 3),
         ("wide-512", lambda config: config.learner_kwargs["policy_kwargs"]["net_arch"] == [512, 512, 512]),
-        ("n-sampled-goal-8", lambda config: config.her["n_sampled_goal"] == 8),
+        ("n-sampled-goal-4", lambda config: config.her["n_sampled_goal"] == 4),
     ],
 )
 def test_a_variant_changes_the_one_setting_it_names(variant: str, read: Any) -> None:
@@ -105,10 +121,10 @@ def test_an_unknown_variant_is_refused_listing_the_known_ones() -> None:
 
 
 def test_variants_joined_by_plus_make_both_changes_and_are_taken_only_as_both(tmp_path: pathlib.Path) -> None:
-    overrides = experiments.variant_overrides("td3+n-sampled-goal-8")
-    assert overrides == (*experiments.VARIANTS["td3"], *experiments.VARIANTS["n-sampled-goal-8"])
+    overrides = experiments.variant_overrides("n-sampled-goal-4+td3")
+    assert overrides == (*experiments.VARIANTS["n-sampled-goal-4"], *experiments.VARIANTS["td3"])
     config = load_run_config(default_config_path(), "FetchPush-v4", overrides=overrides)
-    assert config.model_class == "td3" and config.her["n_sampled_goal"] == 8
+    assert config.model_class == "td3" and config.her["n_sampled_goal"] == 4
     task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
     run_dir = fake_run(tmp_path, shipped_entry(task.steps, overrides))
     experiments.check_shipped_entry(task, run_dir, overrides)
