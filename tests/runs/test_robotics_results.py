@@ -124,7 +124,7 @@ def test_variants_joined_by_plus_make_both_changes_and_are_taken_only_as_both(tm
     overrides = experiments.variant_overrides("n-sampled-goal-4+td3")
     assert overrides == (*experiments.VARIANTS["n-sampled-goal-4"], *experiments.VARIANTS["td3"])
     config = load_run_config(default_config_path(), "FetchPush-v4", overrides=overrides)
-    assert config.model_class == "td3" and config.her["n_sampled_goal"] == 4
+    assert config.model_class == "td3" and config.hindsight.n_sampled_goal == 4
     task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
     run_dir = fake_run(tmp_path, shipped_entry(task.steps, overrides))
     experiments.check_shipped_entry(task, run_dir, overrides)
