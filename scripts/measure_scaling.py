@@ -133,12 +133,12 @@ THROUGHPUT_RUNS = (
 )
 
 
-def throughput_command(total_steps: int, extra: list[str], workers: int, folder: Path) -> list[str]:
+def throughput_command(total_steps: int, extra: list[str], workers: int) -> list[str]:
     """``her-wrap train`` of the shipped entry for ``total_steps`` env steps over ``workers`` workers."""
     return [
         *("her-wrap", "train", "--env", ENV_ID, "--seed", "1"),
         *("-n", str(total_steps // workers), "--eval-freq", str(10 * total_steps), "--eval-episodes", "1"),
-        *("-f", str(folder), *extra),
+        *extra,
     ]
 
 
@@ -146,14 +146,13 @@ def throughput(total_steps: int) -> list[tuple[str, str, float]]:
     """Env steps per training second of each run of :data:`THROUGHPUT_RUNS`: (label, command, rate)."""
     rows = []
     for label, extra, workers in THROUGHPUT_RUNS:
+        command = throughput_command(total_steps, extra, workers)
         with tempfile.TemporaryDirectory() as folder:
-            command = throughput_command(total_steps, extra, workers, Path(folder))
-            runner = [sys.executable, "-m", "her_wrap.runs.cli", *command[1:]]
+            runner = [sys.executable, "-m", "her_wrap.runs.cli", *command[1:], "-f", folder]
             subprocess.run(runner, check=True, stdout=subprocess.DEVNULL)
             (evaluations,) = Path(folder).glob("her/*/evaluations.npz")
             seconds = float(np.load(evaluations)["train_seconds"][-1])
-        shown = [*command[: command.index("-f")], *command[command.index("-f") + 2 :]]
-        rows.append((label, " ".join(shown), total_steps / seconds))
+        rows.append((label, " ".join(command), total_steps / seconds))
     return rows
 
 

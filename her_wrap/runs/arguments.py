@@ -6,11 +6,14 @@ import argparse
 import importlib.resources
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from her_wrap.runs.errors import UsageError
+
+if TYPE_CHECKING:
+    from her_wrap.runs.run_config import RunConfig
 
 DEFAULT_CONFIG = Path("configs") / "her.yml"
 
@@ -36,6 +39,23 @@ def default_config_path() -> Path:
     if not shipped.is_file():
         raise UsageError(f"no {DEFAULT_CONFIG} here and no {shipped}; pass one with -c/--conf")
     return shipped
+
+
+def command_config(args: argparse.Namespace, config_source: Path | None = None) -> RunConfig:
+    """The run's config entry as a command reads it: ``config_source`` (default: ``-c``, else
+    :func:`default_config_path`) with the command line's ``--algo``, ``-params``, ``-n`` and ``--n-envs``."""
+    from her_wrap.runs.config import load_run_config
+
+    if config_source is None:
+        config_source = args.conf if args.conf is not None else default_config_path()
+    return load_run_config(
+        config_source,
+        args.env,
+        algo=args.algo,
+        overrides=args.hyperparams,
+        n_timesteps=args.n_timesteps,
+        n_envs=args.n_envs,
+    )
 
 
 def draw_seed() -> int:

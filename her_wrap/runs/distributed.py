@@ -150,19 +150,11 @@ def check_entry_shareable(args: argparse.Namespace) -> None:
 
     :raises UsageError: for a bad entry, or a ``train_freq`` that counts episodes
     """
-    from her_wrap.runs.arguments import default_config_path
-    from her_wrap.runs.config import load_run_config
+    from her_wrap.runs.arguments import command_config
     from her_wrap.runs.env_factory import ensure_registered
 
     ensure_registered(args.env)
-    config = load_run_config(
-        args.conf if args.conf is not None else default_config_path(),
-        args.env,
-        algo=args.algo,
-        overrides=args.hyperparams,
-        n_timesteps=args.n_timesteps,
-        n_envs=args.n_envs,
-    )
+    config = command_config(args)
     train_freq = config.learner_kwargs.get("train_freq")
     if (
         isinstance(train_freq, list | tuple)

@@ -24,10 +24,8 @@ from typing import Any
 
 from her_wrap.runs import arguments, distributed
 from her_wrap.runs.checkpoints import SavedAgent, resolve_saved_agent, save_agent, save_normalizer
-from her_wrap.runs.config import load_run_config
 from her_wrap.runs.env_factory import TrainingEnvs, check_env_id, ensure_registered, make_training_envs
 from her_wrap.runs.errors import UsageError
-from her_wrap.runs.run_config import RunConfig
 from her_wrap.runs.run_layout import RunLayout, new_run
 from her_wrap.runs.yaml_io import write_yaml_file
 
@@ -113,18 +111,6 @@ def _config_source(args: argparse.Namespace, saved: SavedAgent | None) -> Path:
     return arguments.default_config_path()
 
 
-def _run_config(args: argparse.Namespace, config_source: Path) -> RunConfig:
-    """The run's entry from ``config_source`` with the command line's overrides."""
-    return load_run_config(
-        config_source,
-        args.env,
-        algo=args.algo,
-        overrides=args.hyperparams,
-        n_timesteps=args.n_timesteps,
-        n_envs=args.n_envs,
-    )
-
-
 def train(args: argparse.Namespace) -> RunLayout:
     """Run ``her-wrap train`` with parsed arguments; return the layout of the new run folder."""
     from her_wrap.runs.callbacks import CheckpointCallback, SuccessEvalCallback
@@ -133,7 +119,7 @@ def train(args: argparse.Namespace) -> RunLayout:
     ensure_registered(args.env)
     saved = resolve_saved_agent(args.trained_agent) if args.trained_agent is not None else None
     config_source = _config_source(args, saved)
-    config = _run_config(args, config_source)
+    config = arguments.command_config(args, config_source)
     check_env_id(config.env_id, config.env_kwargs)
     seed = args.seed if args.seed is not None else arguments.draw_seed()
     worker = distributed.join_workers(args)  # rank 0 of 1 unless started as one of several workers
@@ -240,7 +226,7 @@ def _follow(
 def _entry_workers(args: argparse.Namespace) -> int:
     """Worker processes the run's config entry asks for (its ``workers``, else 1)."""
     saved = resolve_saved_agent(args.trained_agent) if args.trained_agent is not None else None
-    return _run_config(args, _config_source(args, saved)).workers or 1
+    return arguments.command_config(args, _config_source(args, saved)).workers or 1
 
 
 def run(args: argparse.Namespace) -> int:
