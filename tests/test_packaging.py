@@ -98,6 +98,10 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_wheel_ships_the_config_users_edit(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         assert archive.read("her_wrap/configs/her.yml") == SHIPPED_CONFIG.read_bytes()
+        assert (
+            archive.read("her_wrap/configs/her_jax.yml")
+            == SHIPPED_CONFIG.with_name("her_jax.yml").read_bytes()
+        )
 
 
 def test_wheel_holds_every_module_of_the_package(wheel_names: list[str]) -> None:

@@ -20,38 +20,59 @@ from typing import Any
 
 import numpy as np
 
-from her_wrap.runs.arguments import default_config_path
+from her_wrap.runs.arguments import DEFAULT_CONFIG, default_config_path
 from her_wrap.runs.config import build_run_config, load_run_config, parse_literal_strings
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.run_layout import RunLayout, layout_of
 from her_wrap.runs.yaml_io import load_yaml_file
+from her_wrap.sb3.learners import LEARNERS
 
 #: Env steps between two points of a curve, and fresh episodes per point, of a manipulation row.
 ENTRY_EVAL_FREQ, ENTRY_EVAL_EPISODES = 20_000, 50
 #: Fresh episodes of the end figure of every row (the final agent's greedy success).
 FINAL_EPISODES = 100
+#: Env steps between two checkpoints of a manipulation run.
+ENTRY_SAVE_FREQ = 100_000
 
 
 @dataclass(frozen=True)
 class EntryTask:
-    """A manipulation row: ``her-wrap train`` with the shipped ``configs/her.yml`` entry of ``env_id``.
+    """A manipulation row: ``her-wrap train`` with the shipped entry of ``env_id`` in ``configs/<config>``.
 
-    :param steps: env steps of a run (``-n``)
-    :param eval_freq: env steps between two points of the curve
+    :param steps: env steps of a run (``-n``), all workers' together
+    :param eval_freq: env steps between two points of the curve, all workers' together
     :param eval_episodes: fresh episodes per point
+    :param config: the shipped hyperparameter file of the entry (``her.yml``: what ``her-wrap train`` reads
+        without ``-c``; ``her_jax.yml``: the SBX learners' entries)
     """
 
     env_id: str
     steps: int
     eval_freq: int = ENTRY_EVAL_FREQ
     eval_episodes: int = ENTRY_EVAL_EPISODES
+    config: str = DEFAULT_CONFIG.name
 
-    def train_arguments(self, seed: int, overrides: tuple[str, ...] = ()) -> list[str]:
-        """The ``her-wrap train`` arguments of one seed (what a recorded run folder is checked against)."""
+    def config_path(self) -> Path:
+        """The shipped file of the entry, beside the ``configs/her.yml`` that ``her-wrap train`` reads."""
+        return default_config_path().with_name(self.config)
+
+    def train_arguments(
+        self, seed: int, overrides: tuple[str, ...] = (), workers: int = 1, *, config_file: str | None = None
+    ) -> list[str]:
+        """The ``her-wrap train`` arguments of one seed (what a recorded run folder is checked against).
+
+        With ``workers`` above 1, every step count is one worker's share (``her-wrap train --workers``
+        counts one worker's env steps), so the run covers :attr:`steps` env steps in all. ``config_file``
+        replaces the ``-c configs/...`` path of an entry outside ``configs/her.yml`` (the file to read).
+        """
+        config = config_file or str(DEFAULT_CONFIG.with_name(self.config))
         return [
-            "--env", self.env_id, "--seed", str(seed), "-n", str(self.steps),
-            "--eval-freq", str(self.eval_freq), "--eval-episodes", str(self.eval_episodes),
-            "--save-freq", "100000", *(["-params", *overrides] if overrides else []),
+            "--env", self.env_id, "--seed", str(seed), "-n", str(self.steps // workers),
+            "--eval-freq", str(self.eval_freq // workers), "--eval-episodes", str(self.eval_episodes),
+            "--save-freq", str(ENTRY_SAVE_FREQ // workers),
+            *(["-c", config] if self.config != DEFAULT_CONFIG.name else []),
+            *(["--workers", str(workers)] if workers > 1 else []),
+            *(["-params", *overrides] if overrides else []),
         ]  # fmt: skip
 
 
@@ -61,6 +82,9 @@ ENTRY_TASKS: dict[str, EntryTask] = {
     "fetch-slide-ddpg": EntryTask("FetchSlide-v4", 1_500_000),
     "panda-push-ddpg": EntryTask("PandaPush-v3", 600_000),
     "panda-pick-and-place-ddpg": EntryTask("PandaPickAndPlace-v3", 800_000),
+    # SBX's CrossQ (JAX) in the PyTorch entry's regime (configs/her_jax.yml): which learner reaches 0.9 on
+    # FetchPush first in wall time. Its budget is the time the PyTorch entry takes to 0.9 and more.
+    "fetch-push-sbx-crossq": EntryTask("FetchPush-v4", 300_000, config="her_jax.yml"),
 }
 
 #: Changes to the shipped entry that a manipulation row can measure, one at a time (``--variant NAME``):
@@ -97,7 +121,14 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "n-steps-3": ("her.n_steps:3",),
     # Wider networks at the same update count: 3 x 512 instead of 3 x 256.
     "wide-512": ("policy_kwargs.net_arch:[512, 512, 512]",),
+    # Two workers of one torch thread each (VARIANT_WORKERS), the recipe's data per update kept: each
+    # worker steps 1 env and samples 1024 rows, so a cycle is still 500 env steps in all and a gradient step
+    # still averages 2048 rows.
+    "workers-2": ("n_envs:1", "batch_size:1024", "learning_starts:500"),
 }
+
+#: The variants that train on several workers (``her-wrap train --workers N``), by name: N.
+VARIANT_WORKERS: dict[str, int] = {"workers-2": 2}
 
 
 @dataclass(frozen=True)
@@ -148,6 +179,17 @@ def variant_overrides(variant: str | None) -> tuple[str, ...]:
     return tuple(overrides)
 
 
+def variant_workers(variant: str | None) -> int:
+    """The workers a variant trains on (1 unless one of its parts is in :data:`VARIANT_WORKERS`).
+
+    :raises UsageError: for two parts that both set the workers
+    """
+    counts = [VARIANT_WORKERS[name] for name in (variant or "").split("+") if name in VARIANT_WORKERS]
+    if len(counts) > 1:
+        raise UsageError(f"variant {variant!r} sets the workers twice; join at most one workers-N variant")
+    return counts[0] if counts else 1
+
+
 def variant_argument(text: str) -> str:
     """``--variant``'s type: one variant name, or several joined by ``+``.
 
@@ -155,21 +197,23 @@ def variant_argument(text: str) -> str:
     """
     try:
         variant_overrides(text)
+        variant_workers(text)
     except UsageError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     return text
 
 
 def check_shipped_entry(
-    task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = ()
+    task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = (), workers: int = 1
 ) -> tuple[RunLayout, dict[str, Any]]:
     """The run folder's layout and arguments, once its run is the task's command with the shipped entry
-    (changed by ``overrides``, a variant's ``-params``).
+    (changed by ``overrides``, a variant's ``-params``) on ``workers`` workers.
 
     The entries are compared once validated, so an entry written by another version of ``her-wrap train``
     (keys spelled or ordered differently) is the same recipe when it means the same.
 
-    :raises UsageError: naming the first difference (another entry, budget or evaluation schedule)
+    :raises UsageError: naming the first difference (another entry, budget, evaluation schedule or number
+        of workers)
     """
     layout = layout_of(run_dir)
     if layout is None:
@@ -178,13 +222,20 @@ def check_shipped_entry(
     (entry,) = load_yaml_file(layout.config_path).values()
     if args.get("env") != task.env_id:
         raise UsageError(f"{run_dir} trained {args.get('env')}, not {task.env_id}")
-    for name, value in (("n_timesteps", task.steps), ("eval_freq", task.eval_freq)):
+    ran_workers = int(args.get("workers") or 1)
+    if ran_workers != workers:
+        raise UsageError(
+            f"{run_dir} trained on {ran_workers} worker(s), not {workers}; pass the --variant it ran"
+            f" (workers variants: {', '.join(sorted(VARIANT_WORKERS))})"
+        )
+    steps, eval_freq = task.steps // workers, task.eval_freq // workers
+    for name, value in (("n_timesteps", steps), ("eval_freq", eval_freq)):
         recorded = entry.get(name) if name == "n_timesteps" else args.get(name)
         if recorded != value:
             raise UsageError(f"{run_dir}: {name} is {recorded}, the task's is {value}")
     if args.get("eval_episodes") != task.eval_episodes:
         raise UsageError(f"{run_dir}: eval_episodes is {args.get('eval_episodes')}, not {task.eval_episodes}")
-    shipped = load_run_config(default_config_path(), task.env_id, overrides=overrides, n_timesteps=task.steps)
+    shipped = load_run_config(task.config_path(), task.env_id, overrides=overrides, n_timesteps=steps)
     ran = build_run_config(entry, task.env_id, str(layout.config_path))
     differences = sorted(
         key
@@ -193,7 +244,7 @@ def check_shipped_entry(
     )
     if differences:
         raise UsageError(
-            f"{run_dir} ran another entry than the shipped configs/her.yml one for {task.env_id}"
+            f"{run_dir} ran another entry than the shipped configs/{task.config} one for {task.env_id}"
             f"{' with ' + ' '.join(overrides) if overrides else ''} (differs in {', '.join(differences)}); "
             "pass the --variant it ran"
         )
@@ -210,6 +261,25 @@ def final_success(model: Any, env_id: str, seed: int) -> float:
     return final
 
 
+def entry_curve(evaluations_path: Path, workers: int = 1) -> tuple[list[int], list[float], list[float]]:
+    """A run's curve from its ``evaluations.npz``: env steps of all workers, greedy success, training seconds.
+
+    ``her-wrap train --workers N`` records one worker's env steps (rank 0's count); the curve counts all
+    ``workers`` workers' steps, so rows of any worker count share one axis.
+    """
+    with np.load(evaluations_path) as data:
+        steps = [int(value) * workers for value in data["timesteps"]]
+        successes = [float(row.mean()) for row in data["successes"]]
+        seconds = [float(value) for value in data["train_seconds"]]
+    return steps, successes, seconds
+
+
+def learner_label(model_class: str) -> str:
+    """How a record names its learner: ``DDPG`` for stable-baselines3's, ``sbx.CrossQ`` for SBX's."""
+    learner = LEARNERS[model_class]
+    return f"{learner.module}.{learner.class_name}" if learner.module == "sbx" else learner.class_name
+
+
 def record_entry_run(
     task_name: str, task: EntryTask, run_dir: Path, variant: str | None = None
 ) -> dict[str, Any]:
@@ -218,20 +288,18 @@ def record_entry_run(
     from her_wrap.envs.registry import make_goal_env
     from her_wrap.sb3.her import HER
 
-    overrides = variant_overrides(variant)
-    layout, args = check_shipped_entry(task, run_dir, overrides)
+    overrides, workers = variant_overrides(variant), variant_workers(variant)
+    layout, args = check_shipped_entry(task, run_dir, overrides, workers)
     seed = int(args["seed"])
-    with np.load(layout.evaluations_path) as data:
-        steps = [int(value) for value in data["timesteps"]]
-        successes = [float(row.mean()) for row in data["successes"]]
-        seconds = [float(value) for value in data["train_seconds"]]
+    steps, successes, seconds = entry_curve(layout.evaluations_path, workers)
     model = HER.load(str(layout.final_model_path), env=make_goal_env(task.env_id), device="cpu")
     final = final_success(model, task.env_id, seed)
     config = load_run_config(layout.config_path, task.env_id)
     return {
         "kind": "entry",
         "env_id": task.env_id,
-        "learner": config.model_class.upper(),
+        "learner": learner_label(config.model_class),
+        "config": task.config,
         "seed": seed,
         "steps": steps[-1],
         "final_success": final,
@@ -241,6 +309,7 @@ def record_entry_run(
         "train_seconds": seconds[-1],
         "eval_episodes": task.eval_episodes,
         "num_threads": args.get("num_threads"),
+        "workers": workers,
         "load_average": os.getloadavg(),
         "run_dir": str(run_dir),
         "settings": config.to_entry(),
@@ -248,7 +317,7 @@ def record_entry_run(
         "overrides": list(overrides),
         "command": f"python scripts/robotics_results.py run {task_name} --seeds {seed}"
         + (f" --variant {variant}" if variant else ""),
-        "train_command": "her-wrap train " + " ".join(task.train_arguments(seed, overrides)),
+        "train_command": "her-wrap train " + " ".join(task.train_arguments(seed, overrides, workers)),
     }
 
 
@@ -256,7 +325,9 @@ def run_entry(
     task_name: str, task: EntryTask, seed: int, log_folder: Path, variant: str | None = None
 ) -> dict[str, Any]:
     """Train one seed with ``her-wrap train`` in a child process and return its record."""
-    arguments = task.train_arguments(seed, variant_overrides(variant))
+    arguments = task.train_arguments(
+        seed, variant_overrides(variant), variant_workers(variant), config_file=str(task.config_path())
+    )
     command = [sys.executable, "-m", "her_wrap.runs.cli", "train", *arguments, "-f", str(log_folder)]
     print(" ".join(command), flush=True)
     lines = []

@@ -130,7 +130,9 @@ def recipe_name(record: Record) -> str:
     """What a record ran: ``HER(DDPG), `configs/her.yml` with ...`` or the reference's description."""
     if record["kind"] != "entry":
         return str(record["learner"])
-    recipe = f"HER({record['learner']}), `configs/her.yml`"
+    recipe = f"HER({record['learner']}), `configs/{record.get('config', 'her.yml')}`"
+    if record.get("workers", 1) > 1:
+        recipe += f" on {record['workers']} workers"
     if record.get("overrides"):
         recipe += " with " + ", ".join(f"`{item}`" for item in record["overrides"])
     return recipe
@@ -185,7 +187,7 @@ def by_task(groups: Mapping[str, list[Record]]) -> dict[str, list[list[Record]]]
         if records[0].get("kind", "preset") != "preset":
             tasks.setdefault(records[0]["env_id"], []).append(records)
     for env_groups in tasks.values():
-        env_groups.sort(key=lambda records: order[records[0]["kind"]] + bool(records[0].get("variant")))
+        env_groups.sort(key=lambda records: order[records[0]["kind"]] + (not _is_shipped(records[0])))
     return tasks
 
 
@@ -232,10 +234,19 @@ def readme_table(groups: Mapping[str, list[Record]]) -> str:
     return "\n".join(lines)
 
 
+def _is_shipped(record: Record) -> bool:
+    """Whether a record ran a task's shipped entry: ``configs/her.yml``'s, without a variant."""
+    return (
+        record["kind"] == "entry"
+        and not record.get("variant")
+        and record.get("config", "her.yml") == "her.yml"
+    )
+
+
 def _shipped_entry(env_groups: list[list[Record]]) -> list[Record] | None:
-    """The seeds of the shipped entry among a task's groups (no variant), or None."""
+    """The seeds of the shipped entry among a task's groups, or None."""
     for records in env_groups:
-        if records[0]["kind"] == "entry" and not records[0].get("variant"):
+        if _is_shipped(records[0]):
             return records
     return None
 

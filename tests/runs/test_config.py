@@ -429,6 +429,14 @@ def test_shipped_config_has_the_promised_entries() -> None:
     }
 
 
+def test_shipped_jax_config_names_sbx_learners_only() -> None:
+    pytest.importorskip("sbx", reason="the SBX entries need the jax extra (pip install her_wrap[jax])")
+    learners = {
+        config.env_id: config.model_class for config in validate_file(REPO / "configs" / "her_jax.yml")
+    }
+    assert learners == {"FetchPush-v4": "sbx.crossq"}
+
+
 def test_config_yml_round_trip(tmp_path: Path) -> None:
     original = load_run_config(ZOO_FILE, "FetchReach-v4", overrides=("her.online:false", "workers:2"))
     write_yaml_file(tmp_path / "config.yml", {original.env_id: original.to_entry()})

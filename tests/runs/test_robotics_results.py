@@ -10,6 +10,7 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
+import numpy as np
 import pytest
 
 from her_wrap.runs import experiments, results
@@ -22,21 +23,27 @@ RESULTS_FILE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "robotics_
 
 
 def fake_run(
-    tmp_path: pathlib.Path, entry: dict[str, Any], *, eval_freq: int = 20_000, env_id: str = "FetchPush-v4"
+    tmp_path: pathlib.Path,
+    entry: dict[str, Any],
+    *,
+    eval_freq: int = 20_000,
+    env_id: str = "FetchPush-v4",
+    workers: int = 1,
 ) -> pathlib.Path:
     """A run folder holding what ``her-wrap train`` records: the resolved entry and the arguments."""
     run_dir = tmp_path / "logs" / "her" / f"{env_id}_1"
     (run_dir / env_id).mkdir(parents=True)
     write_yaml_file(run_dir / env_id / "config.yml", {env_id: entry})
-    write_yaml_file(
-        run_dir / env_id / "args.yml", {"env": env_id, "seed": 3, "eval_freq": eval_freq, "eval_episodes": 50}
-    )
+    args = {"env": env_id, "seed": 3, "eval_freq": eval_freq, "eval_episodes": 50, "workers": workers}
+    write_yaml_file(run_dir / env_id / "args.yml", args)
     return run_dir
 
 
-def shipped_entry(steps: int, overrides: tuple[str, ...] = ()) -> dict[str, Any]:
+def shipped_entry(
+    steps: int, overrides: tuple[str, ...] = (), config: pathlib.Path | None = None
+) -> dict[str, Any]:
     return load_run_config(
-        default_config_path(), "FetchPush-v4", n_timesteps=steps, overrides=overrides
+        config or default_config_path(), "FetchPush-v4", n_timesteps=steps, overrides=overrides
     ).to_entry()
 
 
@@ -132,6 +139,68 @@ def test_variants_joined_by_plus_make_both_changes_and_are_taken_only_as_both(tm
         experiments.check_shipped_entry(task, run_dir, experiments.variant_overrides("td3"))
 
 
+def test_a_workers_variant_splits_the_budget_and_schedules_among_the_workers() -> None:
+    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    assert experiments.variant_workers("workers-2") == experiments.variant_workers("td3+workers-2") == 2
+    assert experiments.variant_workers(None) == experiments.variant_workers("td3") == 1
+    arguments = task.train_arguments(0, experiments.variant_overrides("workers-2"), workers=2)
+    options = dict(zip(arguments[:-4:2], arguments[1:-4:2], strict=True))
+    assert options["-n"] == str(task.steps // 2) and options["--eval-freq"] == str(task.eval_freq // 2)
+    assert options["--save-freq"] == str(experiments.ENTRY_SAVE_FREQ // 2) and options["--workers"] == "2"
+    assert "--workers" not in task.train_arguments(0)
+
+
+def test_a_run_on_two_workers_is_taken_only_as_the_workers_variant(tmp_path: pathlib.Path) -> None:
+    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    overrides = experiments.variant_overrides("workers-2")
+    entry = shipped_entry(task.steps // 2, overrides)
+    run_dir = fake_run(tmp_path, entry, eval_freq=task.eval_freq // 2, workers=2)
+    experiments.check_shipped_entry(task, run_dir, overrides, workers=2)
+    with pytest.raises(UsageError, match=r"trained on 2 worker.*workers-2"):
+        experiments.check_shipped_entry(task, run_dir, overrides)
+    with pytest.raises(UsageError, match="n_timesteps is 300000, the task's is 600000"):
+        experiments.check_shipped_entry(
+            task, fake_run(tmp_path / "one", entry, eval_freq=task.eval_freq // 2)
+        )
+
+
+def test_a_curve_of_several_workers_counts_every_workers_env_steps(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "evaluations.npz"
+    np.savez(path, timesteps=[10_000, 20_000], successes=[[0, 1], [1, 1]], train_seconds=[30.0, 61.0])
+    assert experiments.entry_curve(path, workers=2) == ([20_000, 40_000], [0.5, 1.0], [30.0, 61.0])
+    assert experiments.entry_curve(path)[0] == [10_000, 20_000]
+
+
+def test_two_variants_that_both_set_the_workers_are_refused() -> None:
+    experiments.VARIANT_WORKERS["workers-3"] = 3
+    experiments.VARIANTS["workers-3"] = ()
+    try:
+        with pytest.raises(UsageError, match="sets the workers twice"):
+            experiments.variant_workers("workers-2+workers-3")
+    finally:
+        del experiments.VARIANT_WORKERS["workers-3"], experiments.VARIANTS["workers-3"]
+
+
+def test_the_sbx_row_runs_its_own_shipped_file_and_only_that(tmp_path: pathlib.Path) -> None:
+    pytest.importorskip("sbx", reason="the SBX entries need the jax extra (pip install her_wrap[jax])")
+    task = experiments.ENTRY_TASKS["fetch-push-sbx-crossq"]
+    assert task.config_path() == default_config_path().with_name("her_jax.yml")
+    arguments = task.train_arguments(0)
+    assert arguments[arguments.index("-c") + 1] == "configs/her_jax.yml"
+    assert (
+        task.train_arguments(0, config_file="/x/her_jax.yml")[arguments.index("-c") + 1] == "/x/her_jax.yml"
+    )
+    crossq = shipped_entry(task.steps, config=task.config_path())
+    assert crossq["model_class"] == "sbx.crossq"
+    experiments.check_shipped_entry(task, fake_run(tmp_path / "crossq", crossq))
+    with pytest.raises(UsageError, match=r"shipped configs/her_jax\.yml one.*differs in"):
+        experiments.check_shipped_entry(task, fake_run(tmp_path / "ddpg", shipped_entry(task.steps)))
+    assert (
+        experiments.learner_label("sbx.crossq") == "sbx.CrossQ"
+        and experiments.learner_label("ddpg") == "DDPG"
+    )
+
+
 def test_minutes_to_a_success_level_come_from_the_first_point_reaching_it() -> None:
     record = {
         "curve_steps": [0, 20_000, 40_000],
@@ -199,6 +268,25 @@ def test_the_readme_table_has_a_column_per_seed_and_the_worst_seed() -> None:
     assert cells(header)[1:4] == ["run 1", "run 2", "worst seed"]
     assert cells(row)[1] == "seed 0: **0.96** (0.9 at 40k, 2 min)"
     assert cells(row)[3] == "seed 1: **0.29** (0.9 not reached in 60k)"
+
+
+def test_a_recipe_names_its_file_and_workers_and_only_the_her_yml_entry_is_the_shipped_one() -> None:
+    shipped = entry_record(0, [0.6, 0.95, 0.97], 0.96)
+    crossq = {**entry_record(0, [0.1, 0.2, 0.3], 0.3), "learner": "sbx.CrossQ", "config": "her_jax.yml"}
+    workers = {**entry_record(0, [0.1, 0.2, 0.3], 0.3), "variant": "workers-2", "workers": 2}
+    workers["overrides"] = list(experiments.variant_overrides("workers-2"))
+    assert results.recipe_name(crossq) == "HER(sbx.CrossQ), `configs/her_jax.yml`"
+    assert results.recipe_name(workers).startswith(
+        "HER(DDPG), `configs/her.yml` on 2 workers with `n_envs:1`"
+    )
+    groups = {
+        "fetch-push-sbx-crossq": [crossq],
+        "fetch-push-ddpg+workers-2": [workers],
+        "fetch-push-ddpg": [shipped],
+    }
+    assert results.by_task(groups)["FetchPush-v4"][0] == [shipped]
+    _, _, row = results.readme_table(groups).splitlines()
+    assert cells(row)[1] == "seed 0: **0.96** (0.9 at 40k, 2 min)"
 
 
 def test_the_recorded_results_file_makes_every_table() -> None:
