@@ -83,8 +83,9 @@ ENTRY_TASKS: dict[str, EntryTask] = {
     "panda-push-ddpg": EntryTask("PandaPush-v3", 600_000),
     "panda-pick-and-place-ddpg": EntryTask("PandaPickAndPlace-v3", 800_000),
     # SBX's CrossQ (JAX) in the PyTorch entry's regime (configs/her_jax.yml): which learner reaches 0.9 on
-    # FetchPush first in wall time. Its budget is the time the PyTorch entry takes to 0.9 and more.
-    "fetch-push-sbx-crossq": EntryTask("FetchPush-v4", 300_000, config="her_jax.yml"),
+    # FetchPush first in wall time. Its budget: the PyTorch entry's env steps to 0.9 (440k-460k on seeds 0-2)
+    # take about 45 minutes; CrossQ costs more per update, so it wins only if it gets there sooner.
+    "fetch-push-sbx-crossq": EntryTask("FetchPush-v4", 400_000, config="her_jax.yml"),
 }
 
 #: Changes to the shipped entry that a manipulation row can measure, one at a time (``--variant NAME``):
