@@ -17,6 +17,10 @@ tables of ``docs/robotics.md`` and PNG curves. Three kinds of task:
     python scripts/robotics_results.py run fetch-push-ddpg --seeds 0 1 2
     python scripts/robotics_results.py record fetch-push-ddpg logs/her/FetchPush-v4_1
 
+  ``--variant NAME`` changes the entry (``experiments.VARIANTS``); ``workers-2`` trains on two workers
+  (``her-wrap train --workers 2``, every step count halved, the curve counting both workers' env steps);
+  ``fetch-push-sbx-crossq`` runs the SBX entry of ``configs/her_jax.yml``.
+
 - references: stable-baselines3's own learner and ``HerReplayBuffer`` with rl-baselines3-zoo's entry for
   the same task (read from the installed ``rl_zoo3`` package), for a wall-clock budget::
 

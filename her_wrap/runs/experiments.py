@@ -126,10 +126,14 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # worker steps 1 env and samples 1024 rows, so a cycle is still 500 env steps in all and a gradient step
     # still averages 2048 rows.
     "workers-2": ("n_envs:1", "batch_size:1024", "learning_starts:500"),
+    # Two workers that each keep the whole recipe, as in the HER paper's regime: a cycle gathers 2 x 500 env
+    # steps for the same 20 gradient steps, each averaging 2 x 2048 rows (half the updates per env step on
+    # twice the batch).
+    "workers-2-paper": (),
 }
 
 #: The variants that train on several workers (``her-wrap train --workers N``), by name: N.
-VARIANT_WORKERS: dict[str, int] = {"workers-2": 2}
+VARIANT_WORKERS: dict[str, int] = {"workers-2": 2, "workers-2-paper": 2}
 
 
 @dataclass(frozen=True)

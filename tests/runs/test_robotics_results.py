@@ -83,7 +83,7 @@ def test_a_variant_run_is_taken_only_as_that_variant(tmp_path: pathlib.Path) -> 
             experiments.check_shipped_entry(task, run_dir)
 
 
-@pytest.mark.parametrize("variant", sorted(experiments.VARIANTS))
+@pytest.mark.parametrize("variant", sorted(set(experiments.VARIANTS) - set(experiments.VARIANT_WORKERS)))
 def test_every_variant_changes_the_shipped_entry_of_some_manipulation_task(variant: str) -> None:
     env_ids = sorted({task.env_id for task in experiments.ENTRY_TASKS.values()})
     changed = [
@@ -162,6 +162,12 @@ def test_a_run_on_two_workers_is_taken_only_as_the_workers_variant(tmp_path: pat
         experiments.check_shipped_entry(
             task, fake_run(tmp_path / "one", entry, eval_freq=task.eval_freq // 2)
         )
+
+
+def test_a_workers_variant_keeps_the_entry_or_changes_it_and_always_sets_the_workers() -> None:
+    assert experiments.VARIANT_WORKERS and set(experiments.VARIANT_WORKERS) <= set(experiments.VARIANTS)
+    assert experiments.variant_overrides("workers-2-paper") == ()
+    assert experiments.variant_workers("workers-2-paper") == 2
 
 
 def test_a_curve_of_several_workers_counts_every_workers_env_steps(tmp_path: pathlib.Path) -> None:
