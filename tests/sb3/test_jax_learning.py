@@ -40,6 +40,12 @@ needs_robotics = [
 
 #: CrossQ has no target networks, so FetchReach's recipe without ``tau``.
 FETCH_REACH_CROSSQ = {key: value for key, value in FETCH_REACH_SAC.items() if key != "tau"}
+#: DroQ: SBX's SAC with dropout and layer normalization in its critics, at SAC's budget and recipe (one
+#: update per env step, not DroQ's paper's 20).
+FETCH_REACH_DROQ = {
+    **FETCH_REACH_SAC,
+    "policy_kwargs": {**FETCH_REACH_SAC["policy_kwargs"], "dropout_rate": 0.01, "layer_norm": True},
+}
 
 FETCH_REACH = [
     pytest.param("SAC", FETCH_REACH_SAC, id="SAC", marks=needs_robotics),
@@ -47,6 +53,7 @@ FETCH_REACH = [
     pytest.param("TD3", FETCH_REACH_DDPG, id="TD3", marks=needs_robotics),
     pytest.param("DDPG", FETCH_REACH_DDPG, id="DDPG", marks=needs_robotics),
     pytest.param("CrossQ", FETCH_REACH_CROSSQ, id="CrossQ", marks=needs_robotics),
+    pytest.param("SAC", FETCH_REACH_DROQ, id="DroQ", marks=needs_robotics),
 ]
 
 
@@ -60,8 +67,8 @@ def report(learner: str, env_id: str, steps: int, rate: float, started: float) -
 def test_sbx_learner_reaches_95_percent_on_fetch_reach_within_5000_steps(
     learner: str, settings: dict[str, Any]
 ) -> None:
-    """The budget and recipe of HER(SAC) / HER(DDPG) in tests/sb3/test_robotics.py (TQC and CrossQ take SAC's,
-    TD3 DDPG's Gaussian exploration noise); sbx.DDPG has no MultiInputPolicy, so HER flattens the dict."""
+    """The budget and recipe of HER(SAC) / HER(DDPG) in tests/sb3/test_robotics.py (TQC, CrossQ and DroQ take
+    SAC's, TD3 DDPG's Gaussian exploration noise); sbx.DDPG has no MultiInputPolicy, so HER flattens the dict."""
     started = time.perf_counter()
     model_class = getattr(sbx, learner)
     policy = "MultiInputPolicy" if "MultiInputPolicy" in model_class.policy_aliases else "MlpPolicy"
