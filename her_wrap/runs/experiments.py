@@ -279,12 +279,6 @@ def entry_curve(evaluations_path: Path, workers: int = 1) -> tuple[list[int], li
     return steps, successes, seconds
 
 
-def learner_label(model_class: str) -> str:
-    """How a record names its learner: ``DDPG`` for stable-baselines3's, ``sbx.CrossQ`` for SBX's."""
-    learner = LEARNERS[model_class]
-    return f"{learner.module}.{learner.class_name}" if learner.module == "sbx" else learner.class_name
-
-
 def record_entry_run(
     task_name: str, task: EntryTask, run_dir: Path, variant: str | None = None
 ) -> dict[str, Any]:
@@ -303,7 +297,7 @@ def record_entry_run(
     return {
         "kind": "entry",
         "env_id": task.env_id,
-        "learner": learner_label(config.model_class),
+        "learner": LEARNERS[config.model_class].label,
         "config": task.config,
         "seed": seed,
         "steps": steps[-1],

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from her_wrap.runs.arguments import DEFAULT_CONFIG
+
 Record = dict[str, Any]
 
 #: Greedy success levels of the manipulation tables.
@@ -130,7 +132,7 @@ def recipe_name(record: Record) -> str:
     """What a record ran: ``HER(DDPG), `configs/her.yml` with ...`` or the reference's description."""
     if record["kind"] != "entry":
         return str(record["learner"])
-    recipe = f"HER({record['learner']}), `configs/{record.get('config', 'her.yml')}`"
+    recipe = f"HER({record['learner']}), `configs/{record.get('config', DEFAULT_CONFIG.name)}`"
     if record.get("workers", 1) > 1:
         recipe += f" on {record['workers']} workers"
     if record.get("overrides"):
@@ -239,7 +241,7 @@ def _is_shipped(record: Record) -> bool:
     return (
         record["kind"] == "entry"
         and not record.get("variant")
-        and record.get("config", "her.yml") == "her.yml"
+        and record.get("config", DEFAULT_CONFIG.name) == DEFAULT_CONFIG.name
     )
 
 

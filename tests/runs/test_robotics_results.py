@@ -202,8 +202,8 @@ def test_the_sbx_row_runs_its_own_shipped_file_and_only_that(tmp_path: pathlib.P
     with pytest.raises(UsageError, match=r"shipped configs/her_jax\.yml one.*differs in"):
         experiments.check_shipped_entry(task, fake_run(tmp_path / "ddpg", shipped_entry(task.steps)))
     assert (
-        experiments.learner_label("sbx.crossq") == "sbx.CrossQ"
-        and experiments.learner_label("ddpg") == "DDPG"
+        experiments.LEARNERS["sbx.crossq"].label == "sbx.CrossQ"
+        and experiments.LEARNERS["ddpg"].label == "DDPG"
     )
 
 
