@@ -52,6 +52,10 @@ SAVE_GRACE_S = 120.0
 
 EXIT_WORKER_FAILED = 1
 
+#: A worker's exit status when a collective failed because another worker was lost: a consequence, which the
+#: launcher names after the failure that caused it.
+EXIT_PEER_LOST = 3
+
 #: Worker ``r`` of a run seeded ``s`` is seeded ``s + r * SEED_STRIDE`` (its envs ``s + r * SEED_STRIDE + i``):
 #: distinct streams for fewer than ``SEED_STRIDE`` envs per worker, clear of the evaluation env's offset.
 SEED_STRIDE = 100_000
@@ -213,27 +217,40 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _watch(processes: list[Any]) -> int:
-    """Wait for the workers; on the first failure, report it and return non-zero."""
-    while True:
-        running = False
-        for rank, process in enumerate(processes):
-            if process.exitcode is None:
-                running = True
-            elif process.exitcode != 0:
-                print(
-                    f"her-wrap train: error: worker {rank} (pid {process.pid}) {_how_it_ended(process.exitcode)}; "
-                    "stopping the other workers",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                return EXIT_WORKER_FAILED
-        if not running:
-            return 0
-        time.sleep(0.2)
+    """Wait for the workers; on the first failure, report it and return non-zero.
+
+    The launcher wakes as soon as a worker ends, so the worker that failed first is the one named. Workers that
+    ended in the same instant are all named, a worker's own failure before the loss of its peers it caused.
+    """
+    pending = {process.sentinel: rank for rank, process in enumerate(processes)}
+    while pending:
+        ready = multiprocessing.connection.wait(list(pending), timeout=1.0)
+        ended = [pending.pop(sentinel) for sentinel in ready]
+        for rank in ended:
+            processes[rank].join()
+        failed = sorted(
+            (rank for rank in ended if processes[rank].exitcode != 0),
+            key=lambda rank: (processes[rank].exitcode == EXIT_PEER_LOST, rank),
+        )
+        for rank in failed:
+            process = processes[rank]
+            print(
+                f"her-wrap train: error: worker {rank} (pid {process.pid}) {_how_it_ended(process.exitcode)}; "
+                "stopping the other workers",
+                file=sys.stderr,
+                flush=True,
+            )
+        if failed:
+            return EXIT_WORKER_FAILED
+    return 0
 
 
 def _how_it_ended(exitcode: int) -> str:
-    return f"was killed by signal {-exitcode}" if exitcode < 0 else f"exited with status {exitcode}"
+    if exitcode < 0:
+        return f"was killed by signal {-exitcode}"
+    if exitcode == EXIT_PEER_LOST:
+        return f"exited with status {exitcode} (it lost the other workers)"
+    return f"exited with status {exitcode}"
 
 
 def _stop(processes: list[Any]) -> None:
@@ -271,7 +288,10 @@ def _worker_main(
         status = 2
     except WorkerLostError as error:
         print(f"her-wrap train: error: {error}", file=sys.stderr, flush=True)
-        status = EXIT_WORKER_FAILED
+        # The process group is broken: interpreter teardown would destroy gloo's threads mid-wait, which
+        # aborts (SIGABRT) and hides this status. Leave at once, with output flushed.
+        sys.stdout.flush()
+        os._exit(EXIT_PEER_LOST)
     except KeyboardInterrupt:
         status = 130
     sys.exit(status)

@@ -336,6 +336,41 @@ def test_launcher_names_a_killed_worker_and_stops_the_others(tmp_path: Path) -> 
             launcher.communicate()
 
 
+def test_launcher_names_the_killed_worker_before_the_one_that_lost_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Both ended before the launcher looked: the kill is the cause, the peer's lost collective its consequence."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    survivor = context.Process(target=os._exit, args=(distributed.EXIT_PEER_LOST,))
+    victim = context.Process(target=time.sleep, args=(60,))
+    for process in (survivor, victim):
+        process.start()
+    survivor.join(30)
+    assert victim.pid is not None
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.join(30)
+    assert distributed._watch([survivor, victim]) == distributed.EXIT_WORKER_FAILED
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        f"her-wrap train: error: worker 1 (pid {victim.pid}) was killed by signal 9; stopping the other workers",
+        f"her-wrap train: error: worker 0 (pid {survivor.pid}) exited with status 3 (it lost the other workers); "
+        "stopping the other workers",
+    ]
+
+
+def test_launcher_returns_0_when_every_worker_succeeds() -> None:
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=time.sleep, args=(delay,)) for delay in (0.0, 0.5)]
+    for process in processes:
+        process.start()
+    assert distributed._watch(processes) == 0
+    assert [process.exitcode for process in processes] == [0, 0]
+
+
 def test_workers_stop_when_their_launcher_is_killed(tmp_path: Path) -> None:
     launcher = _launch_two_workers(tmp_path, stderr=subprocess.DEVNULL)
     assert launcher.stdout is not None
