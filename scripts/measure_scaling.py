@@ -1,12 +1,18 @@
-"""The two costs behind the scaling model of docs/scaling.md: one gradient all-reduce and one update.
+"""The costs behind the scaling model of docs/scaling.md, and the model's predictions from them.
 
 - all-reduce: two gloo workers on this machine (one torch thread each) all-reduce, as
   ``her_wrap.sb3.distributed`` does at every optimizer step, one buffer the size of the actor's and one
-  the size of the critic's gradients of the FetchPush-v4 entry's learner (DDPG, 3 x 256); median of
-  ``--repeats``;
+  the size of the critic's gradients of the FetchPush-v4 entry's learner (DDPG, 3 x 256), and one float
+  (the latency of a collective); median of ``--repeats``;
 - update: one gradient step of that learner (HER's train step with the entry's update options), timed
   over ``--steps`` steps after filling the buffer with ``--fill`` random-action env steps, at each batch
   size and torch thread count given;
+- env step: ``--env-steps`` steps of one worker's single env (env step, the policy's prediction, storing),
+  one torch thread, no update;
+- model: from those figures (one-thread updates fitted as ``a + c * batch`` over the batch sizes given), the
+  cycle time, env steps per second and minutes to ``--steps-to-goal`` env steps of :class:`ScalingModel`
+  for 1, 2, 8, 16 and 64 workers, in both regimes: total batch kept, and the HER paper's (each worker the
+  whole recipe);
 - throughput (``--parts throughput``): ``her-wrap train`` with the shipped entry, ``--throughput-steps``
   env steps in all, as 1 worker x 2 threads and as 2 workers x 1 thread with the per-worker batch, envs and
   ``learning_starts`` halved (the same total batch, env steps per update and random steps); env steps per
@@ -24,12 +30,14 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,8 +47,100 @@ import torch.multiprocessing as mp
 
 ENV_ID = "FetchPush-v4"
 
+#: Name of the one-float all-reduce, whose time is the latency of a collective (no data to speak of).
+LATENCY = "latency (1 float)"
 
-def build_agent(batch_size: int, seed: int = 0):
+#: Worker counts the model predicts for.
+MODEL_WORKERS = (1, 2, 8, 16, 64)
+
+
+@dataclass(frozen=True)
+class ScalingModel:
+    """Time of one training cycle of the FetchPush entry on ``N`` workers, one core each.
+
+    A cycle is ``cycle_env_steps`` env steps over all workers, then ``cycle_updates`` gradient steps, each
+    followed on every worker by one ring all-reduce per gradient buffer. With the total batch kept, each worker
+    steps ``cycle_env_steps / N`` env steps and updates on ``total_batch / N`` rows; in the HER paper's regime
+    (``paper=True``) each worker keeps the whole recipe, so a cycle gathers ``N`` times the env steps for the
+    same updates. A ring all-reduce of a buffer over ``N`` workers takes ``2 (N - 1)`` latency-bound steps
+    and moves ``2 (N - 1) / N`` times the buffer. No straggler: a cycle waits for no slow worker.
+
+    :param env_ms: one env step of one worker (env, prediction, storing)
+    :param update_a_ms: fixed cost of a gradient step
+    :param update_c_ms: cost per row of the batch
+    :param latency_ms: latency of one step of a ring all-reduce (``alpha``)
+    :param buffer_ms: transfer time of each gradient buffer between two workers (``tau``), one per optimizer
+    """
+
+    env_ms: float
+    update_a_ms: float
+    update_c_ms: float
+    latency_ms: float
+    buffer_ms: tuple[float, ...]
+    cycle_env_steps: int = 500
+    cycle_updates: int = 20
+    total_batch: int = 2048
+
+    def allreduce_ms(self, workers: int) -> float:
+        """The all-reduces after one gradient step (0 for one worker)."""
+        if workers <= 1:
+            return 0.0
+        steps = 2 * (workers - 1)
+        return sum(steps * self.latency_ms + steps / workers * tau for tau in self.buffer_ms)
+
+    def update_ms(self, batch_size: float) -> float:
+        """One gradient step on ``batch_size`` rows."""
+        return self.update_a_ms + self.update_c_ms * batch_size
+
+    def worker_batch(self, workers: int, paper: bool = False) -> float:
+        """Rows of one worker's batch."""
+        return self.total_batch if paper else self.total_batch / workers
+
+    def cycle_ms(self, workers: int, paper: bool = False) -> float:
+        """One cycle: the env steps of one worker, then the gradient steps with their all-reduces."""
+        env_steps = self.cycle_env_steps if paper else self.cycle_env_steps / workers
+        update = self.update_ms(self.worker_batch(workers, paper)) + self.allreduce_ms(workers)
+        return env_steps * self.env_ms + self.cycle_updates * update
+
+    def env_steps_per_second(self, workers: int, paper: bool = False) -> float:
+        """Env steps of all workers per second."""
+        env_steps = self.cycle_env_steps * (workers if paper else 1)
+        return 1000.0 * env_steps / self.cycle_ms(workers, paper)
+
+    def minutes_to(self, env_steps: float, workers: int, paper: bool = False) -> float:
+        """Training minutes to ``env_steps`` env steps in all."""
+        return env_steps / self.env_steps_per_second(workers, paper) / 60.0
+
+    @classmethod
+    def fitted(
+        cls,
+        env_ms: float,
+        updates_ms: dict[int, float],
+        allreduce_ms: dict[str, float],
+    ) -> ScalingModel:
+        """The model of measured figures: one-thread update times by batch size (least squares over them),
+        and two-worker all-reduce times by buffer, :data:`LATENCY` among them.
+
+        On two workers an all-reduce takes ``2 alpha + tau``: ``alpha`` is half the one-float time, and each
+        buffer's ``tau`` its time less ``2 alpha``.
+
+        :raises ValueError: for fewer than two batch sizes, or no latency figure
+        """
+        if len(updates_ms) < 2:
+            raise ValueError("fitting a + c * batch needs update times at two batch sizes at least")
+        if LATENCY not in allreduce_ms:
+            raise ValueError(f"the all-reduce times need the {LATENCY!r} figure")
+        batches = np.array(sorted(updates_ms), dtype=np.float64)
+        times = np.array([updates_ms[int(batch)] for batch in batches])
+        slope, intercept = np.polyfit(batches, times, 1)
+        latency = allreduce_ms[LATENCY] / 2.0
+        buffers = tuple(
+            max(0.0, time_ms - 2.0 * latency) for name, time_ms in allreduce_ms.items() if name != LATENCY
+        )
+        return cls(env_ms, float(intercept), float(slope), latency, buffers)
+
+
+def build_agent(batch_size: int, seed: int = 0, overrides: tuple[str, ...] = ()):
     """The FetchPush-v4 entry of configs/her.yml as ``her-wrap train`` builds it, with ``batch_size``."""
     from her_wrap.runs.arguments import default_config_path
     from her_wrap.runs.config import load_run_config
@@ -48,7 +148,9 @@ def build_agent(batch_size: int, seed: int = 0):
     from her_wrap.runs.model_factory import build_agent as build
 
     ensure_registered(ENV_ID)
-    config = load_run_config(default_config_path(), ENV_ID, overrides=[f"batch_size:{batch_size}"])
+    config = load_run_config(
+        default_config_path(), ENV_ID, overrides=[f"batch_size:{batch_size}", *overrides]
+    )
     envs = make_training_envs(config, seed)
     return build(config, envs.train, seed=seed, verbose=0), config
 
@@ -59,10 +161,11 @@ def gradient_sizes() -> dict[str, int]:
 
     agent, _ = build_agent(256)
     names = ["actor", "critic", "entropy"]
-    return {
+    sizes = {
         names[index]: sum(p.numel() for group in optimizer.param_groups for p in group["params"])
         for index, optimizer in enumerate(learner_optimizers(agent.model))
     }
+    return {**sizes, LATENCY: 1}
 
 
 def _allreduce_worker(rank: int, port: int, sizes: dict[str, int], repeats: int, queue) -> None:
@@ -122,6 +225,18 @@ def update_seconds(batch_size: int, threads: int, fill: int, steps: int) -> floa
     return (time.perf_counter() - started) / steps
 
 
+def env_step_seconds(steps: int) -> float:
+    """Seconds per env step of one worker of the entry: one env, one torch thread, predicting, no update."""
+    th.set_num_threads(1)
+    agent, _ = build_agent(1024, overrides=("n_envs:1",))
+    agent.model.learning_starts = 0
+    agent.model.gradient_steps = 0
+    agent.learn(200)  # warm-up
+    started = time.perf_counter()
+    agent.learn(steps, reset_num_timesteps=False)
+    return (time.perf_counter() - started) / steps
+
+
 #: The two runs of the throughput comparison: label, extra ``her-wrap train`` options, workers.
 THROUGHPUT_RUNS = (
     ("1 worker x 2 threads", ["--num-threads", "2"], 1),
@@ -175,6 +290,13 @@ def main() -> None:
     parser.add_argument(
         "--throughput-steps", type=int, default=20_000, help="env steps in all of each throughput run"
     )
+    parser.add_argument("--env-steps", type=int, default=2000, help="env steps timed for the model's t_env")
+    parser.add_argument(
+        "--steps-to-goal",
+        type=int,
+        default=460_000,
+        help="env steps to 0.9 the model's minutes count (the entry's median over seeds)",
+    )
     args = parser.parse_args()
 
     print(f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}; torch {th.__version__}")
@@ -190,17 +312,50 @@ def main() -> None:
 
 
 def print_costs(args: argparse.Namespace) -> None:
-    """The all-reduce and update tables."""
+    """The all-reduce, update and env-step tables, then the model's predictions from them."""
     sizes = gradient_sizes()
     reduce = allreduce_seconds(sizes, args.repeats)
     print("\n| gradient all-reduce (gloo, 2 workers) | floats | median ms |\n|---|---|---|")
     for name, size in sizes.items():
-        print(f"| {name} | {size:,} | {1000 * reduce[name]:.2f} |")
+        print(f"| {name} | {size:,} | {1000 * reduce[name]:.3f} |")
     print("\n| update (one gradient step) | batch | threads | ms |\n|---|---|---|---|")
+    one_thread: dict[int, float] = {}
     for batch_size in args.batch_sizes:
         for threads in args.threads:
             seconds = update_seconds(batch_size, threads, args.fill, args.steps)
+            if threads == 1:
+                one_thread[batch_size] = 1000 * seconds
             print(f"| {ENV_ID} DDPG 3x256 | {batch_size} | {threads} | {1000 * seconds:.1f} |")
+    env_ms = 1000 * env_step_seconds(args.env_steps)
+    print(f"\none env step of one worker (1 env, 1 thread, predicting, storing): {env_ms:.2f} ms")
+    if len(one_thread) < 2:
+        print("\n(the model needs one-thread update times at two batch sizes at least: none printed)")
+        return
+    model = ScalingModel.fitted(env_ms, one_thread, {name: 1000 * value for name, value in reduce.items()})
+    print_model(model, args.steps_to_goal)
+
+
+def print_model(model: ScalingModel, steps_to_goal: int) -> None:
+    """The model's parameters and its table for :data:`MODEL_WORKERS`, in both regimes."""
+    taus = ", ".join(f"{tau:.3f}" for tau in model.buffer_ms)
+    print(
+        f"\nmodel: t_env {model.env_ms:.2f} ms; t_update(b) = {model.update_a_ms:.2f} + {model.update_c_ms:.4f} b ms; "
+        f"alpha {model.latency_ms:.3f} ms; tau {taus} ms"
+    )
+    print(
+        "\n| workers | regime | rows per worker | update ms | all-reduce ms | cycle ms | env steps / s "
+        f"| minutes to {steps_to_goal // 1000}k |\n|---:|---|---:|---:|---:|---:|---:|---:|"
+    )
+    for paper in (False, True):
+        for workers in MODEL_WORKERS:
+            batch = model.worker_batch(workers, paper)
+            minutes = model.minutes_to(steps_to_goal, workers, paper)
+            print(
+                f"| {workers} | {'paper' if paper else 'batch kept'} | {math.ceil(batch)} "
+                f"| {model.update_ms(batch):.1f} | {model.allreduce_ms(workers):.1f} "
+                f"| {model.cycle_ms(workers, paper):.0f} | {model.env_steps_per_second(workers, paper):.0f} "
+                f"| {minutes:.1f} |"
+            )
 
 
 if __name__ == "__main__":

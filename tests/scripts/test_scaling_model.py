@@ -1,0 +1,74 @@
+"""The scaling model of ``scripts/measure_scaling.py`` (docs/scaling.md): its arithmetic and its fit."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "measure_scaling.py"
+
+
+@pytest.fixture(scope="module")
+def measure_scaling():
+    spec = importlib.util.spec_from_file_location("measure_scaling", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
+
+
+@pytest.fixture
+def model(measure_scaling):
+    """The figures docs/scaling.md first derived its table from (two buffers of tau 2.7 ms)."""
+    return measure_scaling.ScalingModel(
+        env_ms=1.6, update_a_ms=8.5, update_c_ms=0.0377, latency_ms=0.1, buffer_ms=(2.7, 2.7)
+    )
+
+
+def test_one_worker_has_no_all_reduce_and_the_whole_batch(model) -> None:
+    assert model.allreduce_ms(1) == 0.0
+    assert model.cycle_ms(1) == pytest.approx(500 * 1.6 + 20 * (8.5 + 0.0377 * 2048))
+    assert model.env_steps_per_second(1) == pytest.approx(1000 * 500 / model.cycle_ms(1))
+
+
+@pytest.mark.parametrize(
+    ("workers", "allreduce_ms", "cycle_ms"),
+    [(2, 5.8, 1458), (8, 12.3, 708), (16, 16.1, 639), (64, 35.8, 923)],
+)
+def test_total_batch_kept_reproduces_the_documented_rows(model, workers, allreduce_ms, cycle_ms) -> None:
+    assert model.allreduce_ms(workers) == pytest.approx(allreduce_ms, abs=0.05)
+    assert model.cycle_ms(workers) == pytest.approx(cycle_ms, abs=1.0)
+
+
+def test_paper_regime_gathers_n_times_the_env_steps_per_cycle(model) -> None:
+    # Each of 16 workers steps 500 env steps and updates on 2048 rows: 16 x 500 env steps per cycle.
+    cycle = 500 * 1.6 + 20 * (8.5 + 0.0377 * 2048 + model.allreduce_ms(16))
+    assert model.cycle_ms(16, paper=True) == pytest.approx(cycle)
+    assert model.env_steps_per_second(16, paper=True) == pytest.approx(1000 * 16 * 500 / cycle)
+    assert model.minutes_to(460_000, 16, paper=True) == pytest.approx(460_000 * cycle / (16 * 500) / 60_000)
+
+
+def test_fit_recovers_the_parameters_of_exact_measurements(measure_scaling, model) -> None:
+    updates = {batch: model.update_ms(batch) for batch in (256, 1024, 2048)}
+    # On two workers one all-reduce takes 2 alpha + tau.
+    allreduce = {"actor": 0.2 + 1.0, "critic": 0.2 + 3.0, measure_scaling.LATENCY: 0.2}
+    fitted = measure_scaling.ScalingModel.fitted(1.6, updates, allreduce)
+    assert fitted.update_a_ms == pytest.approx(8.5)
+    assert fitted.update_c_ms == pytest.approx(0.0377)
+    assert fitted.latency_ms == pytest.approx(0.1)
+    assert fitted.buffer_ms == pytest.approx((1.0, 3.0))
+    assert fitted.allreduce_ms(2) == pytest.approx(allreduce["actor"] + allreduce["critic"])
+
+
+def test_fit_refuses_what_it_cannot_fit(measure_scaling) -> None:
+    with pytest.raises(ValueError, match="two batch sizes"):
+        measure_scaling.ScalingModel.fitted(1.6, {1024: 47.1}, {measure_scaling.LATENCY: 0.2})
+    with pytest.raises(ValueError, match="latency"):
+        measure_scaling.ScalingModel.fitted(1.6, {1024: 47.1, 2048: 85.7}, {"actor": 1.0})
