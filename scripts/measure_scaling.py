@@ -9,6 +9,9 @@
   size and torch thread count given;
 - env step: ``--env-steps`` steps of one worker's single env (env step, the policy's prediction, storing),
   one torch thread, no update;
+- co-running (``--parts corun``): the one-thread update of ``--corun-batch`` rows timed alone, then in two
+  processes at once (started together behind a barrier): how much two busy cores slow each other, which
+  bounds what two workers can gain on this machine;
 - model: from those figures (one-thread updates fitted as ``a + c * batch`` over the batch sizes given), the
   cycle time, env steps per second and minutes to ``--steps-to-goal`` env steps of :class:`ScalingModel`
   for 1, 2, 8, 16 and 64 workers, in both regimes: total batch kept, and the HER paper's (each worker the
@@ -237,6 +240,48 @@ def env_step_seconds(steps: int) -> float:
     return (time.perf_counter() - started) / steps
 
 
+def _corun_worker(batch_size: int, fill: int, steps: int, barrier, queue) -> None:
+    th.set_num_threads(1)
+    agent, _ = build_agent(batch_size)
+    agent.model.learning_starts = fill
+    agent.learn(fill)
+    agent.model._setup_learn(steps, reset_num_timesteps=False)
+    agent.model.train(gradient_steps=2, batch_size=batch_size)
+    barrier.wait()
+    started = time.perf_counter()
+    agent.model.train(gradient_steps=steps, batch_size=batch_size)
+    queue.put((time.perf_counter() - started) / steps)
+
+
+def corun_update_seconds(batch_size: int, fill: int, steps: int, copies: int) -> list[float]:
+    """Seconds per one-thread update of ``copies`` processes that time the same update at the same moment."""
+    context = mp.get_context("spawn")
+    barrier = context.Barrier(copies)
+    queue = context.Queue()
+    processes = [
+        context.Process(target=_corun_worker, args=(batch_size, fill, steps, barrier, queue))
+        for _ in range(copies)
+    ]
+    for process in processes:
+        process.start()
+    times = [queue.get(timeout=600) for _ in processes]
+    for process in processes:
+        process.join()
+    return times
+
+
+def print_corun(args: argparse.Namespace) -> None:
+    """One-thread updates alone and two at once."""
+    alone = corun_update_seconds(args.corun_batch, args.fill, args.steps, 1)[0]
+    together = corun_update_seconds(args.corun_batch, args.fill, args.steps, 2)
+    print(
+        f"\n| one-thread update of batch {args.corun_batch} | ms each | slowdown |\n|---|---:|---:|\n"
+        f"| alone | {1000 * alone:.1f} | 1.00x |"
+    )
+    for index, seconds in enumerate(together):
+        print(f"| process {index + 1} of 2 at once | {1000 * seconds:.1f} | {seconds / alone:.2f}x |")
+
+
 #: The two runs of the throughput comparison: label, extra ``her-wrap train`` options, workers.
 THROUGHPUT_RUNS = (
     ("1 worker x 2 threads", ["--num-threads", "2"], 1),
@@ -283,10 +328,12 @@ def main() -> None:
     parser.add_argument(
         "--parts",
         nargs="+",
-        choices=("costs", "throughput"),
+        choices=("costs", "corun", "throughput"),
         default=["costs"],
-        help="what to measure: the all-reduce and update costs, the throughput of 1 and 2 workers",
+        help="what to measure: the all-reduce, update and env-step costs with the model; one-thread updates "
+        "alone and two at once; the throughput of 1 and 2 workers",
     )
+    parser.add_argument("--corun-batch", type=int, default=1024, help="batch of the co-running updates")
     parser.add_argument(
         "--throughput-steps", type=int, default=20_000, help="env steps in all of each throughput run"
     )
@@ -302,6 +349,8 @@ def main() -> None:
     print(f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}; torch {th.__version__}")
     if "costs" in args.parts:
         print_costs(args)
+    if "corun" in args.parts:
+        print_corun(args)
     if "throughput" in args.parts:
         rows = throughput(args.throughput_steps)
         print("\n| run | command | env steps / s |\n|---|---|---:|")
