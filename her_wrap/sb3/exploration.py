@@ -3,24 +3,48 @@
 :class:`RandomActionExploration` is mixed into a learner class (by
 :func:`~her_wrap.sb3.learner_mixin.weighted_learner_class`): at each exploration step, each env's action is
 replaced, with probability :attr:`~her_wrap.sb3.update_options.UpdateOptions.random_action_prob`, by one
-drawn uniformly from the action space.
+drawn uniformly from the action space. The policy's prediction of those few actions runs on one torch
+thread (:func:`one_torch_thread`).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import torch as th
 
 from her_wrap.sb3.update_options import UpdateOptions
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run the block on one torch intra-op thread, then give torch back its thread count.
+
+    A forward pass of a few observations (one row per env) is too small to split: on two threads it waits for
+    the second one to wake, and measured 2-6x slower than on one (docs/manipulation.md, "Using both cores").
+    The gradient steps, on batches of thousands, keep every thread.
+    """
+    threads = th.get_num_threads()
+    if threads == 1:
+        yield
+        return
+    th.set_num_threads(1)
+    try:
+        yield
+    finally:
+        th.set_num_threads(threads)
 
 
 class RandomActionExploration:
     """Makes a continuous-action learner's exploration take uniformly random actions now and then.
 
     The learner's own ``_sample_action`` (policy, action noise, ``learning_starts``) picks the actions
-    first; then each env's action is replaced with probability ``update_options.random_action_prob``. The
-    draws come from a generator seeded with the learner's ``seed``, so a seeded run repeats.
+    first, predicting on one torch thread (:func:`one_torch_thread`); then each env's action is replaced
+    with probability ``update_options.random_action_prob``. The draws come from a generator seeded with the
+    learner's ``seed``, so a seeded run repeats.
     """
 
     update_options: UpdateOptions = UpdateOptions()
@@ -29,7 +53,8 @@ class RandomActionExploration:
     def _sample_action(
         self, learning_starts: int, action_noise: Any = None, n_envs: int = 1
     ) -> tuple[np.ndarray, np.ndarray]:
-        actions, buffer_actions = super()._sample_action(learning_starts, action_noise, n_envs)  # type: ignore[misc]
+        with one_torch_thread():
+            actions, buffer_actions = super()._sample_action(learning_starts, action_noise, n_envs)  # type: ignore[misc]
         probability = self.update_options.random_action_prob
         if probability > 0:
             if self._random_action_rng is None:

@@ -95,6 +95,47 @@ def test_without_random_actions_the_greedy_action_repeats():
     assert np.ptp(actions, axis=0).max() == 0
 
 
+def test_exploration_predicts_on_one_torch_thread_and_gives_the_threads_back(monkeypatch):
+    model = continuous_her(DDPG, random_action_prob=0.3)
+    seen: list[int] = []
+    predict = model.model.policy.predict
+
+    def recording_predict(*args, **kwargs):
+        seen.append(th.get_num_threads())
+        return predict(*args, **kwargs)
+
+    monkeypatch.setattr(model.model.policy, "predict", recording_predict)
+    threads = th.get_num_threads()
+    th.set_num_threads(2)
+    try:
+        model.model._sample_action(0, None, 1)
+        assert seen == [1]
+        assert th.get_num_threads() == 2
+
+        def failing_predict(*args, **kwargs):
+            raise RuntimeError("no prediction")
+
+        monkeypatch.setattr(model.model.policy, "predict", failing_predict)
+        with pytest.raises(RuntimeError, match="no prediction"):
+            model.model._sample_action(0, None, 1)
+        assert th.get_num_threads() == 2
+    finally:
+        th.set_num_threads(threads)
+
+
+def test_one_torch_thread_leaves_a_single_thread_alone():
+    from her_wrap.sb3.exploration import one_torch_thread
+
+    threads = th.get_num_threads()
+    th.set_num_threads(1)
+    try:
+        with one_torch_thread():
+            assert th.get_num_threads() == 1
+        assert th.get_num_threads() == 1
+    finally:
+        th.set_num_threads(threads)
+
+
 def test_random_actions_are_refused_for_discrete_learners():
     with pytest.raises(ValueError, match="random_action_prob applies to continuous actions"):
         HER("MlpPolicy", BitFlippingEnv(n_bits=3), DQN, random_action_prob=0.3)
