@@ -23,9 +23,10 @@ from her_wrap.sb3.update_options import UpdateOptions
 def one_torch_thread() -> Iterator[None]:
     """Run the block on one torch intra-op thread, then give torch back its thread count.
 
-    A forward pass of a few observations (one row per env) is too small to split: on two threads it waits for
-    the second one to wake, and measured 2-6x slower than on one (docs/manipulation.md, "Using both cores").
-    The gradient steps, on batches of thousands, keep every thread.
+    A forward pass of a few observations (one row per env) is too small to split. On a loaded machine two
+    threads made it 2-3x slower than one, waiting for a second thread that had lost its core; on an idle
+    machine the two ran alike (docs/manipulation.md, "Using both cores"). The gradient steps, on batches of
+    thousands, keep every thread.
     """
     threads = th.get_num_threads()
     if threads == 1:
