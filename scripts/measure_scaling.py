@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -215,14 +216,22 @@ def allreduce_seconds(sizes: dict[str, int], repeats: int) -> dict[str, float]:
     return result
 
 
-def update_seconds(batch_size: int, threads: int, fill: int, steps: int) -> float:
-    """Seconds per gradient step of the entry's learner at ``batch_size`` on ``threads`` torch threads."""
+def update_seconds(
+    batch_size: int, threads: int, fill: int, steps: int, before_timing: Callable[[], object] | None = None
+) -> float:
+    """Seconds per gradient step of the entry's learner at ``batch_size`` on ``threads`` torch threads.
+
+    :param before_timing: called once the buffer is filled and the update warmed up, just before the timed
+        steps (the co-running processes wait there for each other)
+    """
     th.set_num_threads(threads)
     agent, _ = build_agent(batch_size)
     agent.model.learning_starts = fill
     agent.learn(fill)  # random actions before learning_starts: fills the buffer, no update
     agent.model._setup_learn(steps, reset_num_timesteps=False)
     agent.model.train(gradient_steps=2, batch_size=batch_size)  # warm-up
+    if before_timing is not None:
+        before_timing()
     started = time.perf_counter()
     agent.model.train(gradient_steps=steps, batch_size=batch_size)
     return (time.perf_counter() - started) / steps
@@ -241,16 +250,7 @@ def env_step_seconds(steps: int) -> float:
 
 
 def _corun_worker(batch_size: int, fill: int, steps: int, barrier, queue) -> None:
-    th.set_num_threads(1)
-    agent, _ = build_agent(batch_size)
-    agent.model.learning_starts = fill
-    agent.learn(fill)
-    agent.model._setup_learn(steps, reset_num_timesteps=False)
-    agent.model.train(gradient_steps=2, batch_size=batch_size)
-    barrier.wait()
-    started = time.perf_counter()
-    agent.model.train(gradient_steps=steps, batch_size=batch_size)
-    queue.put((time.perf_counter() - started) / steps)
+    queue.put(update_seconds(batch_size, 1, fill, steps, before_timing=barrier.wait))
 
 
 def corun_update_seconds(batch_size: int, fill: int, steps: int, copies: int) -> list[float]:
