@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import logging
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -31,10 +32,11 @@ import socket
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from her_wrap.runs.arguments import positive_int
 from her_wrap.runs.errors import UsageError
@@ -288,13 +290,30 @@ def _worker_main(
         status = 2
     except WorkerLostError as error:
         print(f"her-wrap train: error: {error}", file=sys.stderr, flush=True)
-        # The process group is broken: interpreter teardown would destroy gloo's threads mid-wait, which
-        # aborts (SIGABRT) and hides this status. Leave at once, with output flushed.
-        sys.stdout.flush()
-        os._exit(EXIT_PEER_LOST)
+        status = EXIT_PEER_LOST
     except KeyboardInterrupt:
         status = 130
-    sys.exit(status)
+    except BaseException:
+        traceback.print_exc()
+        status = EXIT_WORKER_FAILED
+    exit_worker(status)
+
+
+def exit_worker(status: int) -> NoReturn:
+    """End a worker process with ``status``, its output flushed, without the interpreter's teardown.
+
+    Teardown can destroy torch.distributed's native threads while one of them still waits (after a lost
+    peer) or hands a tensor back to Python, and such a thread aborts the process (SIGABRT, "terminate called
+    without an active exception"): a worker that had finished its work would then be reported killed. The
+    worker's files are written and closed by then; only its output streams and ``logging`` need flushing.
+    """
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 def _exit_with_launcher(rank: int) -> None:

@@ -240,4 +240,6 @@ def run(args: argparse.Namespace) -> int:
         if (args.workers or 1) > 1:
             return distributed.launch(args, run)
     train(args)
+    if distributed.under_torchrun():
+        distributed.exit_worker(0)  # a worker of several ends without the interpreter's teardown
     return 0

@@ -7,6 +7,7 @@ test checks into ``OUT_DIR/rank{RANK}.npz`` (or a model zip).
 from __future__ import annotations
 
 import datetime
+import faulthandler
 import sys
 import time
 from pathlib import Path
@@ -156,7 +157,33 @@ def mismatched(rank: int, world: int, out: Path, learner: str) -> None:
         sys.exit(4)
 
 
+def entry_prints_and_succeeds(args) -> int:
+    """A worker entry for :func:`her_wrap.runs.distributed._worker_main` that leaves its output unflushed."""
+    print(f"worker output of {args.name}", end="")
+    return 0
+
+
+def entry_fails(args) -> int:
+    """A worker entry that fails in a way the launcher does not know."""
+    raise RuntimeError(f"{args.name} went wrong")
+
+
+def entry_loses_its_peers(args) -> int:
+    """A worker entry whose collective failed because another worker was lost."""
+    from her_wrap.sb3.distributed import WorkerLostError
+
+    raise WorkerLostError(f"{args.name} lost the other workers")
+
+
+def entry_refuses_its_input(args) -> int:
+    """A worker entry that refuses its input."""
+    from her_wrap.runs.errors import UsageError
+
+    raise UsageError(f"{args.name} has no such option")
+
+
 def main() -> None:
+    faulthandler.enable()  # a native abort prints where each Python thread was
     scenario, rank, world, port, out = sys.argv[1], *map(int, sys.argv[2:5]), Path(sys.argv[5])
     learner = sys.argv[6] if len(sys.argv) > 6 else "sac"
     _init(rank, world, port)
@@ -166,6 +193,10 @@ def main() -> None:
     )
     print(f"rank {rank} done in {time.time() - started:.1f} s", flush=True)
     dist.destroy_process_group()
+    # As her-wrap's own workers do: no interpreter teardown, which can abort a process that used gloo.
+    from her_wrap.runs.distributed import exit_worker
+
+    exit_worker(0)
 
 
 if __name__ == "__main__":

@@ -97,10 +97,11 @@ def trained(
 
 
 def _finish(processes: list[subprocess.Popen[str]], timeout: float = 120) -> list[tuple[int, str]]:
+    """Each worker's exit status and what it wrote (stderr, then the end of stdout, for assertion messages)."""
     results = []
     for process in processes:
-        _, err = process.communicate(timeout=timeout)
-        results.append((process.returncode, err))
+        out, err = process.communicate(timeout=timeout)
+        results.append((process.returncode, f"{err}\n--- stdout (end) ---\n{out[-2000:]}"))
     return results
 
 
@@ -369,6 +370,38 @@ def test_launcher_returns_0_when_every_worker_succeeds() -> None:
         process.start()
     assert distributed._watch(processes) == 0
     assert [process.exitcode for process in processes] == [0, 0]
+
+
+@pytest.mark.parametrize(
+    "entry, status, output",
+    [
+        ("entry_prints_and_succeeds", 0, "worker output of run-7"),
+        ("entry_fails", distributed.EXIT_WORKER_FAILED, "RuntimeError: run-7 went wrong"),
+        ("entry_loses_its_peers", distributed.EXIT_PEER_LOST, "her-wrap train: error: run-7 lost the other"),
+        ("entry_refuses_its_input", 2, "her-wrap train: error: worker 1: run-7 has no such option"),
+    ],
+)
+def test_worker_process_ends_with_the_status_of_its_entry_and_its_output_flushed(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, entry: str, status: int, output: str
+) -> None:
+    """A worker leaves without the interpreter's teardown (os._exit): its status and output must survive that."""
+    import argparse
+    import multiprocessing
+
+    import distributed_workers
+
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)  # the worker's output is buffered, as in a pipe
+
+    context = multiprocessing.get_context("spawn")
+    worker = context.Process(
+        target=distributed._worker_main,
+        args=(getattr(distributed_workers, entry), argparse.Namespace(name="run-7"), 1, 2, _free_port()),
+    )
+    worker.start()
+    worker.join(60)
+    assert worker.exitcode == status
+    captured = capfd.readouterr()
+    assert output in captured.out + captured.err
 
 
 def test_workers_stop_when_their_launcher_is_killed(tmp_path: Path) -> None:
