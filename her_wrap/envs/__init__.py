@@ -1,5 +1,5 @@
-"""Goal envs for HER: the bit-flipping task, the env registry, the dict <-> flat observation wrapper, and
-env checks.
+"""Goal envs for HER: the bit-flipping task, the env registry, the dict <-> flat observation wrapper, the
+grasped start of pick-and-place episodes, and env checks.
 
 Importing this package registers her_wrap's gymnasium ids (once; importing again changes nothing):
 
@@ -22,6 +22,7 @@ from her_wrap.envs.checks import (
     make_vectorized_reward,
 )
 from her_wrap.envs.goal_wrapper import GoalKeyLayout, GoalObservationLayout, HERGoalEnvWrapper
+from her_wrap.envs.grasp_start import GraspStartWrapper
 from her_wrap.envs.registry import (
     EnvRegistryError,
     MissingExtraError,
@@ -39,6 +40,7 @@ __all__ = [
     "GoalEnvError",
     "GoalKeyLayout",
     "GoalObservationLayout",
+    "GraspStartWrapper",
     "HERGoalEnvWrapper",
     "MissingExtraError",
     "UnknownEnvError",

@@ -31,6 +31,8 @@ Keys of an entry:
 - ``workers``: worker processes of ``her-wrap train``, gradients averaged at every step (default 1;
   ``--workers`` replaces it, and under ``torchrun`` the launch's count does; see
   :mod:`her_wrap.runs.distributed`);
+- ``grasp_start``: the share of training episodes that start with the object in the gripper (Fetch and
+  Panda pick-and-place; :class:`her_wrap.envs.GraspStartWrapper`); evaluations start as the task does;
 - ``noise_type`` (``normal`` or ``ornstein-uhlenbeck``) and ``noise_std``: exploration noise of the
   continuous-action learners;
 - every other key is a keyword argument of the learner (``learning_rate``, ``buffer_size``, ...). A key
@@ -106,6 +108,7 @@ RUN_KEYS: tuple[str, ...] = (
     "n_envs",
     "num_threads",
     "workers",
+    "grasp_start",
     "noise_type",
     "noise_std",
 )
@@ -275,6 +278,13 @@ def build_run_config(entry: Mapping[str, Any], env_id: str, where: str, algo: st
     workers = entry.pop("workers", None)
     if workers is not None:
         workers = _as_integer(workers, "workers", where, minimum=1)
+    grasp_start = entry.pop("grasp_start", None)
+    if grasp_start is not None and (
+        isinstance(grasp_start, bool)
+        or not isinstance(grasp_start, (int, float))
+        or not 0 <= grasp_start <= 1
+    ):
+        raise UsageError(f"{where}: grasp_start must be a probability in [0, 1], got {grasp_start!r}")
     hindsight, her_options = _validate_her(entry.pop("her", None) or {}, where)
     env_kwargs = entry.pop("env_kwargs", None) or {}
     if not isinstance(env_kwargs, dict):
@@ -315,6 +325,7 @@ def build_run_config(entry: Mapping[str, Any], env_id: str, where: str, algo: st
         noise_type=noise_type,
         noise_std=noise_std,
         workers=workers,
+        grasp_start=None if grasp_start is None else float(grasp_start),
     )
 
 

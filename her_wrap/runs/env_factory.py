@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium
 
-from her_wrap.envs import check_goal_env, registry
+from her_wrap.envs import GraspStartWrapper, check_goal_env, registry
 from her_wrap.runs.errors import UsageError
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ def make_vec_goal_env(
     *,
     vec_env: str = "dummy",
     monitor_dir: Path | None = None,
+    grasp_start: float | None = None,
 ) -> Any:
     """A ``VecEnv`` of ``n_envs`` monitored copies of a goal env.
 
@@ -75,12 +76,17 @@ def make_vec_goal_env(
     :param vec_env: ``"dummy"`` (one process) or ``"subproc"`` (one process per copy)
     :param monitor_dir: where the monitors write ``{i}.monitor.csv`` (return, length, time and
         ``is_success`` of every episode); ``None`` for monitors that keep no file (evaluation)
+    :param grasp_start: share of episodes started with the object in the gripper
+        (:class:`~her_wrap.envs.GraspStartWrapper`), or ``None``
+    :raises UsageError: for an unknown ``vec_env``, or ``grasp_start`` on an env it does not support
     """
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     if vec_env not in ("dummy", "subproc"):
         raise UsageError(f"--vec-env must be dummy or subproc, got {vec_env!r}")
+    if grasp_start is not None:
+        _check_grasp_start(env_id, env_kwargs, grasp_start)
     return make_vec_env(
         functools.partial(registry.make_goal_env, env_id),
         n_envs=n_envs,
@@ -89,7 +95,20 @@ def make_vec_goal_env(
         env_kwargs=env_kwargs,
         vec_env_cls=SubprocVecEnv if vec_env == "subproc" else DummyVecEnv,
         monitor_kwargs={"info_keywords": MONITOR_INFO_KEYWORDS},
+        wrapper_class=None if grasp_start is None else GraspStartWrapper,
+        wrapper_kwargs=None if grasp_start is None else {"share": grasp_start},
     )
+
+
+def _check_grasp_start(env_id: str, env_kwargs: dict[str, Any], share: float) -> None:
+    """Refuse ``grasp_start`` in this process, as one line, before any env process starts."""
+    env = registry.make_goal_env(env_id, **env_kwargs)
+    try:
+        GraspStartWrapper(env, share)
+    except ValueError as error:
+        raise UsageError(f"{env_id}: {error}") from None
+    finally:
+        env.close()
 
 
 #: Seed offset of the evaluation env, so its episodes differ from the training envs'.
@@ -123,7 +142,13 @@ def make_training_envs(
     :param monitor_dir: where the training monitors write their CSVs, or ``None``
     """
     train_env = make_vec_goal_env(
-        config.env_id, config.env_kwargs, config.n_envs, seed, vec_env=vec_env, monitor_dir=monitor_dir
+        config.env_id,
+        config.env_kwargs,
+        config.n_envs,
+        seed,
+        vec_env=vec_env,
+        monitor_dir=monitor_dir,
+        grasp_start=config.grasp_start,
     )
     return TrainingEnvs(
         train_env, make_vec_goal_env(config.env_id, config.env_kwargs, 1, seed + EVAL_SEED_OFFSET)

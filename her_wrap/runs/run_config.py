@@ -44,6 +44,8 @@ class RunConfig:
     noise_std: float | None
     #: worker processes of ``her-wrap train`` (``None``: one; ``--workers`` replaces it)
     workers: int | None
+    #: share of training episodes started with the object in the gripper (``None``: none)
+    grasp_start: float | None
 
     def __init__(
         self,
@@ -63,6 +65,7 @@ class RunConfig:
         hindsight: HindsightSettings | None = None,
         her_options: dict[str, Any] | None = None,
         workers: int | None = None,
+        grasp_start: float | None = None,
     ) -> None:
         if her is not None:
             warnings.warn(
@@ -90,6 +93,7 @@ class RunConfig:
             "noise_type": noise_type,
             "noise_std": noise_std,
             "workers": workers,
+            "grasp_start": grasp_start,
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)  # a frozen dataclass sets its fields only this way
@@ -117,6 +121,8 @@ class RunConfig:
             entry["num_threads"] = self.num_threads
         if self.workers is not None:
             entry["workers"] = self.workers
+        if self.grasp_start is not None:
+            entry["grasp_start"] = self.grasp_start
         if self.noise_type is not None:
             entry["noise_type"] = self.noise_type
             entry["noise_std"] = self.noise_std

@@ -113,6 +113,7 @@ def test_fetch_push_ships_8_relabeled_goals_and_the_other_manipulation_tasks_4()
         ("n-steps-3", lambda config: config.her["n_steps"] == 3),
         ("wide-512", lambda config: config.learner_kwargs["policy_kwargs"]["net_arch"] == [512, 512, 512]),
         ("n-sampled-goal-4", lambda config: config.hindsight.n_sampled_goal == 4),
+        ("grasp-start", lambda config: config.grasp_start == 0.5),
     ],
 )
 def test_a_variant_changes_the_one_setting_it_names(variant: str, read: Any) -> None:
