@@ -113,6 +113,10 @@ def test_share_of_grasped_starts_follows_the_probability_and_the_seed() -> None:
     [
         (lambda: make_goal_env("FetchPush-v4"), "a blocked gripper"),
         (lambda: make_goal_env("FetchReach-v4"), "no object"),
+        pytest.param(lambda: make_goal_env("PandaPush-v3"), "a blocked gripper", marks=needs_panda_gym),
+        pytest.param(
+            lambda: make_goal_env("PandaReach-v3"), "PandaReachEnv has a blocked", marks=needs_panda_gym
+        ),
         (lambda: BitFlippingEnv(n_bits=4), "supports gymnasium-robotics' Fetch envs"),
         (
             lambda: gymnasium.wrappers.TransformObservation(
