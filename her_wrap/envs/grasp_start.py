@@ -45,10 +45,8 @@ class GraspStartWrapper(gymnasium.Wrapper):
 
     def __init__(self, env: gymnasium.Env, share: float = 0.5) -> None:
         super().__init__(env)
-        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 <= share <= 1.0:
-            raise ValueError(f"grasp_start must be a probability in [0, 1], got {share!r}")
+        self.share = check_share(share)
         _refuse_observation_wrappers(env)
-        self.share = float(share)
         self._grasp = grasp_function(env.unwrapped)
         self._rng = np.random.default_rng()
         #: whether the episode under way started grasped
@@ -62,6 +60,16 @@ class GraspStartWrapper(gymnasium.Wrapper):
         if self.grasped:
             observation = self._grasp()
         return observation, {**info, "grasp_start": self.grasped}
+
+
+def check_share(share: Any) -> float:
+    """``share`` as a float, once it is a probability (a config entry's ``grasp_start`` is checked here too).
+
+    :raises ValueError: for anything but a number in ``[0, 1]`` (a bool included)
+    """
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 <= share <= 1.0:
+        raise ValueError(f"grasp_start must be a probability in [0, 1], got {share!r}")
+    return float(share)
 
 
 def grasp_function(env: Any) -> Callable[[], dict[str, np.ndarray]]:

@@ -279,12 +279,13 @@ def build_run_config(entry: Mapping[str, Any], env_id: str, where: str, algo: st
     if workers is not None:
         workers = _as_integer(workers, "workers", where, minimum=1)
     grasp_start = entry.pop("grasp_start", None)
-    if grasp_start is not None and (
-        isinstance(grasp_start, bool)
-        or not isinstance(grasp_start, (int, float))
-        or not 0 <= grasp_start <= 1
-    ):
-        raise UsageError(f"{where}: grasp_start must be a probability in [0, 1], got {grasp_start!r}")
+    if grasp_start is not None:
+        from her_wrap.envs.grasp_start import check_share  # the env package only for entries that use it
+
+        try:
+            grasp_start = check_share(grasp_start)
+        except ValueError as error:
+            raise UsageError(f"{where}: {error}") from None
     hindsight, her_options = _validate_her(entry.pop("her", None) or {}, where)
     env_kwargs = entry.pop("env_kwargs", None) or {}
     if not isinstance(env_kwargs, dict):
@@ -325,7 +326,7 @@ def build_run_config(entry: Mapping[str, Any], env_id: str, where: str, algo: st
         noise_type=noise_type,
         noise_std=noise_std,
         workers=workers,
-        grasp_start=None if grasp_start is None else float(grasp_start),
+        grasp_start=grasp_start,
     )
 
 
