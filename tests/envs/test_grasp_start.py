@@ -2,33 +2,22 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import gymnasium
 import numpy as np
 import pytest
+from robotics_extra import ROBOTICS, needs_panda_gym
 
 from her_wrap import BitFlippingEnv
 from her_wrap.envs import GraspStartWrapper, make_goal_env
 
-MISSING_EXTRA = "needs the robotics extra (pip install 'her_wrap[robotics]'): {} is not installed"
-pytestmark = [
-    pytest.mark.robotics,
-    pytest.mark.skipif(
-        importlib.util.find_spec("gymnasium_robotics") is None,
-        reason=MISSING_EXTRA.format("gymnasium_robotics"),
-    ),
-]
-needs_panda_gym = pytest.mark.skipif(
-    importlib.util.find_spec("panda_gym") is None, reason=MISSING_EXTRA.format("panda_gym")
-)
+pytestmark = ROBOTICS
 
-#: (env id, index of the gripper's position in the observation, table height of the object's centre).
-PICK_AND_PLACE = {
-    "FetchPickAndPlace-v4": (slice(0, 3), 0.425),
-    "PandaPickAndPlace-v3": (slice(0, 3), 0.02),
-}
+#: The gripper's position in the observation of both families.
+GRIPPER = slice(0, 3)
+#: Height of the object's centre on the table, by env id.
+TABLE_HEIGHT = {"FetchPickAndPlace-v4": 0.425, "PandaPickAndPlace-v3": 0.02}
 ENV_IDS = [
     "FetchPickAndPlace-v4",
     pytest.param("PandaPickAndPlace-v3", marks=needs_panda_gym),
@@ -47,11 +36,11 @@ def _object_height_after_lifting(env: gymnasium.Env, steps: int = 10) -> float:
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_grasped_start_holds_the_object_so_closing_and_lifting_raises_it(env_id: str) -> None:
-    gripper, table = PICK_AND_PLACE[env_id]
+    table = TABLE_HEIGHT[env_id]
     env = GraspStartWrapper(make_goal_env(env_id), share=1.0)
     observation, info = env.reset(seed=3)
     assert info["grasp_start"] is True and env.grasped
-    np.testing.assert_allclose(observation["achieved_goal"], observation["observation"][gripper], atol=0.04)
+    np.testing.assert_allclose(observation["achieved_goal"], observation["observation"][GRIPPER], atol=0.04)
     assert observation["achieved_goal"][2] > table + 0.05  # lifted off the table, into the gripper
     start = float(observation["achieved_goal"][2])
     assert _object_height_after_lifting(env) > start + 0.1
@@ -61,7 +50,7 @@ def test_grasped_start_holds_the_object_so_closing_and_lifting_raises_it(env_id:
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_lifting_without_a_grasped_start_leaves_the_object_on_the_table(env_id: str) -> None:
     """The same lift from the task's own start moves no object: what the grasped start changes."""
-    _, table = PICK_AND_PLACE[env_id]
+    table = TABLE_HEIGHT[env_id]
     env = GraspStartWrapper(make_goal_env(env_id), share=0.0)
     observation, info = env.reset(seed=3)
     assert info["grasp_start"] is False

@@ -8,7 +8,6 @@ seed) are ``slow`` tests: ``make test-slow`` or ``pytest -m slow tests/sb3/test_
 from __future__ import annotations
 
 import csv
-import importlib.util
 import pathlib
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch as th
+from robotics_extra import ROBOTICS, needs_panda_gym
 from stable_baselines3 import DDPG, SAC
 from stable_baselines3.common.monitor import Monitor
 
@@ -24,17 +24,7 @@ from her_wrap.envs.registry import make_goal_env
 from her_wrap.runs import presets
 from her_wrap.sb3.evaluation import success_rate
 
-MISSING_EXTRA = "needs the robotics extra (pip install 'her_wrap[robotics]'): {} is not installed"
-pytestmark = [
-    pytest.mark.robotics,
-    pytest.mark.skipif(
-        importlib.util.find_spec("gymnasium_robotics") is None,
-        reason=MISSING_EXTRA.format("gymnasium_robotics"),
-    ),
-]
-needs_panda_gym = pytest.mark.skipif(
-    importlib.util.find_spec("panda_gym") is None, reason=MISSING_EXTRA.format("panda_gym")
-)
+pytestmark = ROBOTICS
 
 
 @pytest.fixture(scope="module", autouse=True)
