@@ -126,6 +126,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # Half of the training episodes start with the object in the gripper (the HER paper's pick-and-place
     # aid; her_wrap.envs.GraspStartWrapper); evaluations start as the task does.
     "grasp-start": ("grasp_start:0.5",),
+    # Every training episode starts as the task does: the FetchPickAndPlace entry before it took
+    # grasp_start 0.5.
+    "no-grasp-start": ("grasp_start:null",),
     # Two workers of one torch thread each (VARIANT_WORKERS), the recipe's data per update kept: each
     # worker steps 1 env and samples 1024 rows, so a cycle is still 500 env steps in all and a gradient step
     # still averages 2048 rows.

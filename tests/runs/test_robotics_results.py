@@ -121,6 +121,15 @@ def test_a_variant_changes_the_one_setting_it_names(variant: str, read: Any) -> 
     assert read(config)
 
 
+def test_pick_and_place_entry_starts_half_its_training_episodes_grasped_and_a_variant_undoes_it() -> None:
+    shipped = load_run_config(default_config_path(), "FetchPickAndPlace-v4")
+    undone = load_run_config(
+        default_config_path(), "FetchPickAndPlace-v4", overrides=experiments.VARIANTS["no-grasp-start"]
+    )
+    assert shipped.grasp_start == 0.5 and undone.grasp_start is None
+    assert "grasp_start" not in undone.to_entry()  # the run's config.yml reads as the entry before it
+
+
 def test_an_unknown_variant_is_refused_listing_the_known_ones() -> None:
     with pytest.raises(UsageError, match="updates-40"):
         experiments.variant_overrides("updates-41")
