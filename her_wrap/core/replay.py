@@ -18,6 +18,7 @@ from her_wrap.core.goal_selection import (
     select_goal_rows,
     select_goals_from_sources,
 )
+from her_wrap.core.movement import MovementWeights
 from her_wrap.core.n_step import StepFn as StepFn  # re-exported: its home is n_step
 from her_wrap.core.n_step import n_step_window
 from her_wrap.core.settings import HindsightSettings, SettingsField
@@ -146,11 +147,17 @@ class HindsightReplay:
             store_infos=store_infos,
         )
         slots = self.storage.n_rows * self.storage.n_envs
-        self.prioritizer = (
-            ProportionalPrioritizer(slots, alpha=self.settings.alpha, eps=eps)
-            if self.settings.prioritized
-            else None
-        )
+        self.prioritizer: ProportionalPrioritizer | None = None
+        #: draw weights from the achieved goals' paths (``settings.movement_clip``), else None
+        self.movement: MovementWeights | None = None
+        if self.settings.prioritized:
+            self.prioritizer = ProportionalPrioritizer(slots, alpha=self.settings.alpha, eps=eps)
+        elif self.settings.movement_clip is not None:
+            # The weights are drawn as they are (alpha 1); eps only has to be positive.
+            self.prioritizer = ProportionalPrioritizer(slots, alpha=1.0, eps=1e-12)
+            self.movement = MovementWeights(
+                slots, clip=self.settings.movement_clip, floor=self.settings.movement_floor
+            )
         # Offline relabeling: the absolute goal row (times n_envs, plus column) of each frozen goal.
         self.frozen_goals: np.ndarray | None = None
         if not self.online and self.n_sampled_goal > 0:
@@ -186,17 +193,26 @@ class HindsightReplay:
         self._after_add(self.storage.end_episode(column))
 
     def _after_add(self, report: AddReport) -> None:
-        if self.prioritizer is not None:
-            if report.cleared:
-                self.prioritizer.zero(np.asarray(report.cleared, dtype=np.int64))
-            if self.online and report.new_transitions:
-                self.prioritizer.mark_new(np.asarray(report.new_transitions, dtype=np.int64))
+        if self.prioritizer is not None and report.cleared:
+            self.prioritizer.zero(np.asarray(report.cleared, dtype=np.int64))
+        if self.movement is not None:
+            assert self.prioritizer is not None
+            slots, weights = self.movement.after_add(
+                self.storage, report, self._read_achieved_goals, online=self.online
+            )
+            if slots.size:
+                self.prioritizer.assign(slots, weights)
+        elif self.prioritizer is not None and self.online and report.new_transitions:
+            self.prioritizer.mark_new(np.asarray(report.new_transitions, dtype=np.int64))
         for column, start, length in report.finished:
             rings = np.arange(start, start + length) % self.storage.n_rows
             if self.frozen_goals is not None:
                 self._freeze_goals(rings, column)
-            if self.prioritizer is not None and not self.online:
-                self.prioritizer.mark_new(rings * self.storage.n_envs + column)
+            if self.settings.prioritized and not self.online:
+                self.prioritizer.mark_new(rings * self.storage.n_envs + column)  # type: ignore[union-attr]
+
+    def _read_achieved_goals(self, rings: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        return self._goal_of(self.storage.read_field(self.achieved_goal_key, rings, columns))
 
     def _freeze_goals(self, rings: np.ndarray, column: int) -> None:
         assert self.frozen_goals is not None
@@ -230,7 +246,8 @@ class HindsightReplay:
             # prefix of the batch relabels a random subset of it.
             indexes = self.prioritizer.sample(batch_size, self.rng)[self.rng.permutation(batch_size)]
             rings, columns = np.divmod(indexes, self.storage.n_envs)
-            weights = self.prioritizer.importance_weights(indexes, beta, len(self))
+            if self.settings.prioritized:
+                weights = self.prioritizer.importance_weights(indexes, beta, len(self))
         else:
             rings, columns = sample_transitions(
                 self.storage, batch_size, self.rng, finished_only=not self.online
@@ -422,8 +439,12 @@ class HindsightReplay:
         :param indexes: ``indexes`` of a sample
         :param priorities: non-negative finite values, one per index
         """
-        if self.prioritizer is None:
-            raise ValueError("This buffer was built without prioritized replay; pass prioritized=True.")
+        if not self.settings.prioritized:
+            raise ValueError(
+                "This buffer was built without prioritized replay; pass prioritized=True"
+                + (" instead of movement_clip (its weights follow the achieved goals)." if self.movement else ".")
+            )
+        assert self.prioritizer is not None
         indexes, priorities = self.prioritizer.check_update(indexes, priorities)
         rings, columns = np.divmod(indexes, self.storage.n_envs)
         alive = self.storage.is_transition(rings, columns, finished_only=not self.online)
@@ -434,3 +455,5 @@ class HindsightReplay:
         self.storage.clear()
         if self.prioritizer is not None:
             self.prioritizer.zero(np.arange(self.storage.n_rows * self.storage.n_envs))
+        if self.movement is not None:
+            self.movement.path[:] = 0.0

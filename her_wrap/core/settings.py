@@ -80,6 +80,12 @@ class HindsightSettings:
         steps of its episode, every one recomputed for the sample's (relabeled) goal, stopping where the
         episode ends or the goal is reached (terminated); the next observation is the one after the last
         step summed and ``discounts`` is ``gamma ** steps``. 1 (default): one-step transitions
+    :param movement_clip: draw transitions by how far their episode moved its achieved goal (see
+        :mod:`her_wrap.core.movement`): each is drawn with weight ``movement_floor + min(path,
+        movement_clip)``, ``path`` the summed distance between the episode's consecutive achieved goals
+        (in the goal's units, e.g. metres for Fetch). None (default): uniform draws. Not with
+        ``prioritized``, which sets the same draw weights from TD errors
+    :param movement_floor: the draw weight of a transition whose episode moved nothing (> 0)
     :raises ValueError: for any value out of range, naming the valid ones
     """
 
@@ -93,6 +99,8 @@ class HindsightSettings:
     laber_m: int
     goal_mix: tuple[tuple[GoalSourceMember, float], ...] | None
     n_steps: int
+    movement_clip: float | None
+    movement_floor: float
 
     def __init__(
         self,
@@ -106,6 +114,8 @@ class HindsightSettings:
         laber_m: int = 4,
         goal_mix: Mapping[Any, float] | Iterable[tuple[Any, float]] | None = None,
         n_steps: int = 1,
+        movement_clip: float | None = None,
+        movement_floor: float = 0.05,
     ) -> None:
         # The one place these values are parsed; every entry point passes them here as it got them.
         set_field = object.__setattr__  # a frozen dataclass sets its fields in its own __init__ only
@@ -138,6 +148,20 @@ class HindsightSettings:
         set_field(self, "alpha", float(alpha))
         set_field(self, "beta", float(beta))
         set_field(self, "goal_mix", None if goal_mix is None else goal_selection.parse_goal_mix(goal_mix))
+        for name, value, meaning in (
+            ("movement_clip", movement_clip, "the longest path of an achieved goal counted; None: off"),
+            ("movement_floor", movement_floor, "the draw weight of an episode that moved nothing"),
+        ):
+            if value is None and name == "movement_clip":
+                continue
+            if not _is_real(value) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be a number > 0 ({meaning}), got {value!r}.")
+        set_field(self, "movement_clip", None if movement_clip is None else float(movement_clip))
+        set_field(self, "movement_floor", float(movement_floor))
+        if self.movement_clip is not None and self.prioritized:
+            raise ValueError(
+                "Choose one of movement_clip and prioritized: both set how often each transition is drawn."
+            )
         if self.goal_mix is not None and not self.online:
             raise ValueError(
                 "goal_mix draws each relabeled goal's source at sample time: use it with online=True."

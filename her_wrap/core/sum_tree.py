@@ -72,6 +72,10 @@ def _check_positive_int(value: Any, name: str) -> int:
     return int(value)
 
 
+#: Up to this many slots, :meth:`SumTree.write` walks the tree slot by slot instead of level by level.
+_SCALAR_WRITES = 16
+
+
 class SumTree:
     """Array-backed binary sum tree over ``capacity`` float64 slots, vectorized over batches.
 
@@ -124,15 +128,32 @@ class SumTree:
         """
         slots = _as_slot_indexes(indexes, self._capacity)
         new_values = _as_non_negative_values(values, slots.shape, "values")
+        self.write(slots, new_values)
+
+    def write(self, slots: npt.NDArray[np.int64], values: npt.NDArray[np.float64]) -> None:
+        """:meth:`update` without its checks, for callers whose slots and values are known to be valid
+        (1-D int64 slots in range, finite float64 values ``>= 0`` of the same shape)."""
         if slots.size == 0:
+            return
+        nodes = self._nodes
+        if slots.size <= _SCALAR_WRITES:
+            # A few slots (one env step's): a scalar walk up the tree beats a vector op per level. Writing
+            # them in order makes the last value of a repeated slot win.
+            for slot, value in zip(slots.tolist(), values.tolist(), strict=True):
+                node = self._size + slot
+                nodes[node] = value
+                while node > 1:
+                    node //= 2
+                    nodes[node] = nodes[2 * node] + nodes[2 * node + 1]
             return
         # np.unique on the reversed array finds each slot's first occurrence there, i.e. its last write.
         unique_slots, first_in_reversed = np.unique(slots[::-1], return_index=True)
-        nodes = self._size + unique_slots
-        self._nodes[nodes] = new_values[::-1][first_in_reversed]
+        level = self._size + unique_slots
+        nodes[level] = values[::-1][first_in_reversed]
         for _ in range(self._depth):
-            nodes = np.unique(nodes // 2)
-            self._nodes[nodes] = self._nodes[2 * nodes] + self._nodes[2 * nodes + 1]
+            # Parents repeat where siblings were both written; each copy gets the same sum, so no dedupe.
+            level = level // 2
+            nodes[level] = nodes[2 * level] + nodes[2 * level + 1]
 
     def find(self, prefix_sums: npt.ArrayLike) -> npt.NDArray[np.int64]:
         """Find, for each prefix sum ``s``, the slot ``i`` with ``cumsum[i - 1] <= s < cumsum[i]``.
@@ -222,7 +243,7 @@ class ProportionalPrioritizer:
         """
         slots = _as_slot_indexes(indexes, self.capacity)
         priorities = np.full(slots.shape, self._max_priority, dtype=np.float64)
-        self._tree.update(slots, self._stored_value(priorities))
+        self._tree.write(slots, self._stored_value(priorities))
 
     def update_priorities(self, indexes: npt.ArrayLike, priorities: npt.ArrayLike) -> None:
         """Set raw priorities (typically ``|TD error|``) for sampled slots.
@@ -238,7 +259,7 @@ class ProportionalPrioritizer:
         slots, raw = self.check_update(indexes, priorities)
         if slots.size == 0:
             return
-        self._tree.update(slots, self._stored_value(raw))
+        self._tree.write(slots, self._stored_value(raw))
         self._max_priority = max(self._max_priority, float(raw.max()))
 
     def check_update(
@@ -259,7 +280,12 @@ class ProportionalPrioritizer:
         :param indexes: 1-D integer slots in ``[0, capacity)``
         """
         slots = _as_slot_indexes(indexes, self.capacity)
-        self._tree.update(slots, np.zeros(slots.shape, dtype=np.float64))
+        self._tree.write(slots, np.zeros(slots.shape, dtype=np.float64))
+
+    def assign(self, slots: npt.NDArray[np.int64], priorities: npt.NDArray[np.float64]) -> None:
+        """:meth:`update_priorities` for priorities computed by the buffer itself (valid by construction:
+        1-D int64 slots in range, finite float64 values ``>= 0``), without its checks or the max."""
+        self._tree.write(slots, self._stored_value(priorities))
 
     def probabilities(self, indexes: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """Probability ``P(i)`` that one draw of :meth:`sample` returns slot ``i``.

@@ -75,6 +75,10 @@ class HER(LearnerAttributes):
         ``goal_selection_strategy`` (see :class:`~her_wrap.HindsightSettings`; online relabeling only)
     :param n_steps: n-step returns whose intermediate rewards are recomputed for each sample's (relabeled)
         goal, discounted by the learner's gamma (1: one-step; see :class:`~her_wrap.HindsightSettings`)
+    :param movement_clip: draw transitions by how far their episode moved its achieved goal, with weight
+        ``movement_floor + min(path, movement_clip)`` (goal units; None: uniform draws; see
+        :mod:`her_wrap.core.movement`). Not with ``prioritized``
+    :param movement_floor: the draw weight of a transition whose episode moved nothing
     :param prioritized: proportional prioritized replay (PER)
     :param alpha: PER priority exponent
     :param beta: PER importance exponent at the start; annealed linearly to 1 over ``learn``
@@ -114,6 +118,8 @@ class HER(LearnerAttributes):
         laber_m: int = 4,
         goal_mix: Mapping[str, float] | None = None,
         n_steps: int = 1,
+        movement_clip: float | None = None,
+        movement_floor: float = 0.05,
         prioritized: bool = False,
         alpha: float = 0.6,
         beta: float = 0.4,
@@ -153,6 +159,8 @@ class HER(LearnerAttributes):
                     laber_m=laber_m,
                     goal_mix=goal_mix,
                     n_steps=n_steps,
+                    movement_clip=movement_clip,
+                    movement_floor=movement_floor,
                 ),
                 store_infos=store_infos,
                 normalize_kwargs=normalize_kwargs_of(normalize, model_kwargs.get("gamma")),

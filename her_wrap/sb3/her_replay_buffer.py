@@ -72,6 +72,11 @@ class HerReplayBuffer(HindsightExperienceReplayWrapper):
         :class:`~her_wrap.HindsightSettings`)
     :param n_steps: n-step returns, every reward recomputed for the sample's goal (as SB3's
         ``NStepReplayBuffer``, which refuses dict observations); samples carry ``discounts``
+    :param movement_clip: draw transitions by how far their episode moved its achieved goal, with weight
+        ``movement_floor + min(path, movement_clip)`` (goal units; None: uniform draws; see
+        :mod:`her_wrap.core.movement`). The weights choose what is replayed and leave the loss as it is,
+        so SB3's own ``train()`` uses them
+    :param movement_floor: the draw weight of a transition whose episode moved nothing
     :param gamma: discount of the n-step returns: give the learner's ``gamma`` (SB3's learners do not pass
         it to their buffer)
     :param store_infos: keep each step's info dict for ``compute_reward``: None (default) when it reads
@@ -100,6 +105,8 @@ class HerReplayBuffer(HindsightExperienceReplayWrapper):
         online: bool = True,
         goal_mix: Mapping[str, float] | None = None,
         n_steps: int = 1,
+        movement_clip: float | None = None,
+        movement_floor: float = 0.05,
         gamma: float = 0.99,
         store_infos: bool | None = None,
         seed: int | None = None,
@@ -117,7 +124,7 @@ class HerReplayBuffer(HindsightExperienceReplayWrapper):
             raise TypeError(
                 f"HerReplayBuffer got unknown keyword arguments {sorted(unknown)}; it takes SB3's "
                 "(n_sampled_goal, goal_selection_strategy, copy_info_dict, handle_timeout_termination) and "
-                "online, goal_mix, n_steps, gamma, store_infos, seed."
+                "online, goal_mix, n_steps, movement_clip, movement_floor, gamma, store_infos, seed."
             )
         if optimize_memory_usage:
             raise ValueError(
@@ -147,6 +154,8 @@ class HerReplayBuffer(HindsightExperienceReplayWrapper):
                 online=online,
                 goal_mix=goal_mix,
                 n_steps=n_steps,
+                movement_clip=movement_clip,
+                movement_floor=movement_floor,
             ),
             store_infos=store_infos,
             discount=gamma,

@@ -268,7 +268,7 @@ class HindsightExperienceReplayWrapper(InfoProbe, StagedStepWriter, StableBaseli
 
     @property
     def prioritized(self) -> bool:
-        return self.replay.prioritizer is not None
+        return self.replay.settings.prioritized
 
     def _dict_space(self) -> spaces.Dict:
         if self.flat:

@@ -19,11 +19,12 @@ _values = st.floats(min_value=0.0, max_value=1e6, allow_nan=False, allow_infinit
 
 @st.composite
 def _updates(draw: st.DrawFn) -> tuple[int, list[tuple[list[int], list[float]]]]:
-    """A capacity and a few update batches (indexes may repeat within a batch)."""
+    """A capacity and a few update batches (indexes may repeat within a batch). Batches of up to 40 slots
+    take both of the tree's write paths: slot by slot (up to 16) and level by level."""
     capacity = draw(st.integers(min_value=1, max_value=70))
     batches = []
     for _ in range(draw(st.integers(min_value=1, max_value=5))):
-        size = draw(st.integers(min_value=1, max_value=20))
+        size = draw(st.integers(min_value=1, max_value=40))
         indexes = draw(st.lists(st.integers(0, capacity - 1), min_size=size, max_size=size))
         values = draw(st.lists(_values, min_size=size, max_size=size))
         batches.append((indexes, values))
@@ -63,6 +64,16 @@ def test_duplicate_indexes_in_one_update_last_write_wins() -> None:
     tree = SumTree(4)
     tree.update(np.array([2, 0, 2, 2]), np.array([5.0, 1.0, 7.0, 3.0]))
     np.testing.assert_array_equal(tree.get(np.arange(4)), [1.0, 0.0, 3.0, 0.0])
+
+
+@pytest.mark.parametrize("size", [3, 16, 17, 500])
+def test_every_inner_node_is_the_sum_of_its_children_after_writes_of_any_size(size: int) -> None:
+    rng = np.random.default_rng(size)
+    tree = SumTree(100)
+    for _ in range(3):
+        tree.update(rng.integers(0, 100, size), rng.random(size))
+    nodes, half = tree._nodes, tree._size
+    np.testing.assert_array_equal(nodes[1:half], nodes[2 : 2 * half : 2] + nodes[3 : 2 * half : 2])
 
 
 def test_duplicate_indexes_keep_parent_sums_exact() -> None:
