@@ -442,7 +442,11 @@ class HindsightReplay:
         if not self.settings.prioritized:
             raise ValueError(
                 "This buffer was built without prioritized replay; pass prioritized=True"
-                + (" instead of movement_clip (its weights follow the achieved goals)." if self.movement else ".")
+                + (
+                    " instead of movement_clip (its weights follow the achieved goals)."
+                    if self.movement
+                    else "."
+                )
             )
         assert self.prioritizer is not None
         indexes, priorities = self.prioritizer.check_update(indexes, priorities)

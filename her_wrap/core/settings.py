@@ -53,6 +53,11 @@ def _is_real(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float | np.number)
 
 
+def _check_positive(name: str, value: Any, meaning: str) -> None:
+    if not _is_real(value) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a number > 0 ({meaning}), got {value!r}.")
+
+
 @dataclass(frozen=True, init=False)
 class HindsightSettings:
     """How batches are drawn and relabeled in hindsight.
@@ -148,14 +153,11 @@ class HindsightSettings:
         set_field(self, "alpha", float(alpha))
         set_field(self, "beta", float(beta))
         set_field(self, "goal_mix", None if goal_mix is None else goal_selection.parse_goal_mix(goal_mix))
-        for name, value, meaning in (
-            ("movement_clip", movement_clip, "the longest path of an achieved goal counted; None: off"),
-            ("movement_floor", movement_floor, "the draw weight of an episode that moved nothing"),
-        ):
-            if value is None and name == "movement_clip":
-                continue
-            if not _is_real(value) or not math.isfinite(value) or value <= 0:
-                raise ValueError(f"{name} must be a number > 0 ({meaning}), got {value!r}.")
+        if movement_clip is not None:
+            _check_positive(
+                "movement_clip", movement_clip, "the longest path of an achieved goal counted; None: off"
+            )
+        _check_positive("movement_floor", movement_floor, "the draw weight of an episode that moved nothing")
         set_field(self, "movement_clip", None if movement_clip is None else float(movement_clip))
         set_field(self, "movement_floor", float(movement_floor))
         if self.movement_clip is not None and self.prioritized:

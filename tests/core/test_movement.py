@@ -27,7 +27,9 @@ def make_replay(capacity: int = 400, n_envs: int = 1, online: bool = True, **set
     )
 
 
-def add_step(replay: HindsightReplay, goals: np.ndarray, next_goals: np.ndarray, done: bool, tag: float) -> None:
+def add_step(
+    replay: HindsightReplay, goals: np.ndarray, next_goals: np.ndarray, done: bool, tag: float
+) -> None:
     """One step of every column: achieved goals move from ``goals`` to ``next_goals`` (n_envs x 2)."""
     n = replay.storage.n_envs
 
