@@ -20,6 +20,7 @@ from stable_baselines3 import DDPG, DQN, PPO, SAC, TD3
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.type_aliases import ReplayBufferSamples
 
 from her_wrap.sb3.batch_sources import UniformSource
@@ -32,11 +33,23 @@ GRADIENT_STEPS = 3
 ALGORITHMS = ["DQN", "QRDQN", "SAC", "TQC", "TD3", "DDPG"]
 
 
+class LinearExtractor(BaseFeaturesExtractor):
+    """A features extractor with parameters of its own (stable-baselines3's flatten has none)."""
+
+    def __init__(self, observation_space: Any) -> None:
+        super().__init__(observation_space, features_dim=8)
+        self.linear = th.nn.Linear(int(np.prod(observation_space.shape)), 8)
+
+    def forward(self, observations: th.Tensor) -> th.Tensor:
+        return th.relu(self.linear(observations))
+
+
 def _build(name: str) -> OffPolicyAlgorithm:
     """A learner of the named configuration whose buffer holds 200 transitions, after a few updates."""
     # 20 updates during the fill, so that optimizers and entropy coefficients are not at their initial state.
     common: dict[str, Any] = dict(learning_starts=180, buffer_size=1_000, seed=0, device="cpu", verbose=0)
     tiny: dict[str, Any] = dict(net_arch=[16])
+    shared: dict[str, Any] = dict(features_extractor_class=LinearExtractor, share_features_extractor=True)
     builders: dict[str, Callable[[], OffPolicyAlgorithm]] = {
         "DQN": lambda: DQN("MlpPolicy", "CartPole-v1", policy_kwargs=tiny, **common),
         "QRDQN": lambda: QRDQN("MlpPolicy", "CartPole-v1", policy_kwargs=dict(tiny, n_quantiles=5), **common),
@@ -52,6 +65,9 @@ def _build(name: str) -> OffPolicyAlgorithm:
         "TD3-dict": lambda: TD3(
             "MultiInputPolicy", BitFlippingEnv(n_bits=4, continuous=True), policy_kwargs=tiny, **common
         ),
+        # One features extractor with parameters, shared by actor and critic.
+        "SAC-shared": lambda: SAC("MlpPolicy", "Pendulum-v1", policy_kwargs=dict(tiny, **shared), **common),
+        "TD3-shared": lambda: TD3("MlpPolicy", "Pendulum-v1", policy_kwargs=dict(tiny, **shared), **common),
     }
     model = builders[name]()
     model.learn(200)
@@ -166,12 +182,36 @@ def seeded_sample(model: OffPolicyAlgorithm, batch_size: int = BATCH_SIZE) -> Sa
 # --- weights=None is stock train() -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", [*ALGORITHMS, "DQN-3step", "SAC-3step", "DQN-dict", "TD3-dict"])
+@pytest.mark.parametrize(
+    "name", [*ALGORITHMS, "DQN-3step", "SAC-3step", "DQN-dict", "TD3-dict", "SAC-shared", "TD3-shared"]
+)
 def test_unweighted_steps_give_the_parameters_of_stock_train(name: str) -> None:
     stock, weighted = fresh(name), fresh(name)
     seeded(lambda: stock.train(gradient_steps=GRADIENT_STEPS, batch_size=BATCH_SIZE))
     seeded(lambda: weighted_train(weighted, GRADIENT_STEPS, BATCH_SIZE, uniform(weighted)))
     assert differing(trainable_state(stock), trainable_state(weighted)) == []
+
+
+@pytest.mark.parametrize("name", ["SAC", "TQC", "TD3", "DDPG", "SAC-shared", "TD3-shared"])
+def test_the_actor_step_computes_no_gradient_of_the_critic_weights(name: str) -> None:
+    """The critic's own weights get a gradient from the critic loss alone (once per gradient step): the
+    actor loss runs through the critic but skips its weights' gradients. A shared extractor keeps the
+    gradient of the actor's own pass through it (stable-baselines3's critic does not back-propagate into a
+    shared extractor)."""
+    model = fresh(name)
+    assert isinstance(model, SAC | TQC | TD3)
+    actor_parameters = {id(parameter) for parameter in model.actor.parameters()}
+    own, shared = [], []
+    for parameter in model.critic.parameters():
+        calls = shared if id(parameter) in actor_parameters else own
+        parameter.register_hook(lambda grad, calls=calls: calls.append(1))
+    seeded(lambda: weighted_train(model, GRADIENT_STEPS, BATCH_SIZE, uniform(model)))
+    own_parameters = sum(id(parameter) not in actor_parameters for parameter in model.critic.parameters())
+    assert len(own) == GRADIENT_STEPS * own_parameters
+    actor_steps = GRADIENT_STEPS if isinstance(model, SAC | TQC) else GRADIENT_STEPS // model.policy_delay
+    shared_parameters = len(list(model.critic.parameters())) - own_parameters
+    assert len(shared) == actor_steps * shared_parameters
+    assert all(parameter.requires_grad for parameter in model.critic.parameters())
 
 
 @pytest.mark.parametrize("name", ALGORITHMS)
