@@ -29,7 +29,7 @@ from her_wrap.sb3.jax_learners import (
 )
 from her_wrap.sb3.learner_attributes import LearnerAttributes
 from her_wrap.sb3.learner_env import DEFAULT_NORMALIZE_KWARGS, normalize_kwargs_of, prepare_learner_env
-from her_wrap.sb3.learner_mixin import WeightedTrainMixin, weighted_learner_class
+from her_wrap.sb3.learner_mixin import WeightedTrainMixin, has_leaner_actor_step, weighted_learner_class
 from her_wrap.sb3.learners import check_keeps_replay_buffer, resolve_model_class
 from her_wrap.sb3.persistence import (
     SavedHER,
@@ -241,7 +241,11 @@ class HER(LearnerAttributes):
         if is_jax_learner(self.model_class):
             check_jax_learner(self.model_class, self.policy_argument, self.settings, self.update_options)
             return jax_learner_class(self.model_class)
-        weighted = self.settings.weighted or not self.update_options.is_default
+        weighted = (
+            self.settings.weighted
+            or not self.update_options.is_default
+            or has_leaner_actor_step(self.model_class)
+        )
         return weighted_learner_class(self.model_class) if weighted else self.model_class
 
     def _new_replay_buffer(self) -> HindsightExperienceReplayWrapper:
@@ -259,7 +263,7 @@ class HER(LearnerAttributes):
     def _attach_batch_source(self) -> None:
         if isinstance(self.model, WeightedTrainMixin):
             source: BatchSource | None = make_batch_source(self.replay_buffer, self.settings)
-            if source is None and not self.update_options.is_default:
+            if source is None:
                 source = UniformSource(self.replay_buffer)
             self.model.batch_source = source
             self.model.update_options = self.update_options

@@ -7,12 +7,14 @@ import inspect
 import numpy as np
 import pytest
 import torch as th
+from sb3_contrib import TQC
 from stable_baselines3 import DDPG, DQN, SAC, TD3
 
 import her_wrap.sb3.train_steps as train_steps
 from her_wrap import HER, BitFlippingEnv
 from her_wrap.sb3.batch_sources import UniformSource
 from her_wrap.sb3.critic_losses import td_abs
+from her_wrap.sb3.learner_mixin import WeightedTrainMixin
 from her_wrap.sb3.train_steps import weighted_train
 from her_wrap.sb3.update_options import UpdateOptions
 
@@ -32,9 +34,24 @@ def continuous_her(model_class: type = DDPG, **options) -> HER:
     return model.learn(80)
 
 
-def test_no_option_keeps_the_learners_own_train():
-    model = HER("MlpPolicy", BitFlippingEnv(n_bits=3, continuous=True), SAC)
-    assert type(model.model) is SAC
+def test_no_option_keeps_the_learners_own_train_where_it_is_not_a_stock_actor_critic():
+    model = HER("MlpPolicy", BitFlippingEnv(n_bits=3), DQN)
+    assert type(model.model) is DQN
+
+    class OwnTrainSAC(SAC):
+        def train(self, gradient_steps: int, batch_size: int = 64) -> None:
+            super().train(gradient_steps, batch_size)
+
+    model = HER("MlpPolicy", BitFlippingEnv(n_bits=3, continuous=True), OwnTrainSAC)
+    assert type(model.model) is OwnTrainSAC
+
+
+@pytest.mark.parametrize("model_class", [SAC, TD3, DDPG, TQC])
+def test_stock_actor_critics_train_with_the_lean_actor_step_on_uniform_batches(model_class):
+    """weighted_train takes stock train()'s steps with less work (tests/sb3/test_weighted.py)."""
+    model = HER("MlpPolicy", BitFlippingEnv(n_bits=3, continuous=True), model_class)
+    assert isinstance(model.model, model_class) and isinstance(model.model, WeightedTrainMixin)
+    assert type(model.model.batch_source) is UniformSource
 
 
 def test_an_option_switches_to_the_weighted_train_step_with_uniform_batches():
