@@ -67,27 +67,32 @@ def _action_penalty(model: BaseAlgorithm, actions_pi: th.Tensor) -> th.Tensor | 
     return weight * actions_pi.pow(2).mean() if weight > 0 else 0.0
 
 
-@contextmanager
-def _critic_weights_frozen(model: SAC | TD3 | sb3_contrib.TQC) -> Iterator[None]:
-    """Within it, the critic's own parameters take no gradient: the actor's backward pass skips them.
-
-    The actor loss runs through the critic, and a backward pass computes the gradient of every
-    parameter the loss depends on; the critic's would be discarded (its optimizer zeroes them before its
-    next step), and they cost about a tenth of a DDPG update. Parameters the actor owns too (a shared
-    features extractor) keep theirs, so the actor's gradients are those of the stock step.
-    """
+def _critic_own_parameters(model: SAC | TD3 | sb3_contrib.TQC) -> list[th.nn.Parameter]:
+    """The critic's trainable parameters that the actor does not share (a shared features extractor is
+    the actor's too), read once per ``train`` call for :func:`_frozen`."""
     actor_parameters = {id(parameter) for parameter in model.actor.parameters()}
-    frozen = [
+    return [
         parameter
         for parameter in model.critic.parameters()
         if parameter.requires_grad and id(parameter) not in actor_parameters
     ]
-    for parameter in frozen:
+
+
+@contextmanager
+def _frozen(parameters: list[th.nn.Parameter]) -> Iterator[None]:
+    """Within it, ``parameters`` take no gradient: the actor's backward pass skips the critic's own.
+
+    The actor loss runs through the critic, and a backward pass computes the gradient of every
+    parameter the loss depends on; the critic's would be discarded (its optimizer zeroes them before its
+    next step), and they cost about a tenth of a DDPG update. Parameters the actor owns too keep theirs
+    (:func:`_critic_own_parameters` leaves them out), so the actor's gradients are those of the stock step.
+    """
+    for parameter in parameters:
         parameter.requires_grad_(False)
     try:
         yield
     finally:
-        for parameter in frozen:
+        for parameter in parameters:
             parameter.requires_grad_(True)
 
 
@@ -143,6 +148,7 @@ def _train_soft_actor_critic(
     model._update_learning_rate(optimizers)
 
     per_cycle = update_options_of(model).target_update_per_cycle
+    critic_own = _critic_own_parameters(model)
     ent_coef_losses, ent_coefs = [], []
     actor_losses, critic_losses = [], []
     for gradient_step in range(gradient_steps):
@@ -172,7 +178,7 @@ def _train_soft_actor_critic(
         critic_loss.backward()
         model.critic.optimizer.step()
 
-        with _critic_weights_frozen(model):
+        with _frozen(critic_own):
             actor_loss = (ent_coef * log_prob - actor_q_values(model, samples, actions_pi)).mean()
             actor_loss = actor_loss + _action_penalty(model, actions_pi)
             actor_losses.append(actor_loss.item())
@@ -228,6 +234,7 @@ def _train_td3(model: TD3, gradient_steps: int, batch_size: int, source: BatchSo
     model._update_learning_rate([model.actor.optimizer, model.critic.optimizer])
 
     per_cycle = update_options_of(model).target_update_per_cycle
+    critic_own = _critic_own_parameters(model)
     actor_losses, critic_losses = [], []
     for _ in range(gradient_steps):
         # TD3 counts before the step: the policy delay below tests the updated count.
@@ -242,7 +249,7 @@ def _train_td3(model: TD3, gradient_steps: int, batch_size: int, source: BatchSo
 
         if model._n_updates % model.policy_delay == 0:
             # q1_forward is annotated for tensors but, like forward(), takes dict observations too.
-            with _critic_weights_frozen(model):
+            with _frozen(critic_own):
                 actions_pi = model.actor(samples.observations)
                 actor_loss = -model.critic.q1_forward(samples.observations, actions_pi).mean()  # type: ignore[arg-type]
                 actor_loss = actor_loss + _action_penalty(model, actions_pi)
