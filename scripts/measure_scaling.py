@@ -1,9 +1,9 @@
 """The costs behind the scaling model of docs/scaling.md, and the model's predictions from them.
 
 - all-reduce: two gloo workers on this machine (one torch thread each) all-reduce, as
-  ``her_wrap.sb3.distributed`` does at every optimizer step, one buffer the size of the actor's and one
-  the size of the critic's gradients of the FetchPush-v4 entry's learner (DDPG, 3 x 256), and one float
-  (the latency of a collective); median of ``--repeats``;
+  ``her_wrap.sb3.distributed`` does, one buffer the size of the actor's and one the size of the critic's
+  gradients of the FetchPush-v4 entry's learner (DDPG, 3 x 256), one of both together (the joint
+  all-reduce of HER's DDPG step), and one float (the latency of a collective); median of ``--repeats``;
 - update: one gradient step of that learner (HER's train step with the entry's update options), timed
   over ``--steps`` steps after filling the buffer with ``--fill`` random-action env steps, at each batch
   size and torch thread count given;
@@ -15,7 +15,7 @@
 - model: from those figures (one-thread updates fitted as ``a + c * batch`` over the batch sizes given), the
   cycle time, env steps per second and minutes to ``--steps-to-goal`` env steps of :class:`ScalingModel`
   for 1, 2, 8, 16 and 64 workers, in both regimes: total batch kept, and the HER paper's (each worker the
-  whole recipe);
+  whole recipe); first with the joint all-reduce her_wrap makes, then with one all-reduce per optimizer;
 - throughput (``--parts throughput``): ``her-wrap train`` with the shipped entry, ``--throughput-steps``
   env steps in all, as 1 worker x 2 threads and as 2 workers x 1 thread with the per-worker batch, envs and
   ``learning_starts`` halved (the same total batch, env steps per update and random steps); env steps per
@@ -32,6 +32,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import math
 import os
@@ -54,6 +55,11 @@ ENV_ID = "FetchPush-v4"
 #: Name of the one-float all-reduce, whose time is the latency of a collective (no data to speak of).
 LATENCY = "latency (1 float)"
 
+#: Name of the all-reduce of the actor's and the critic's gradients together (one per gradient step of
+#: HER's DDPG step on several workers); printed beside the others, not used by the fit (the model adds
+#: the buffers' transfer times instead, which this figure checks).
+JOINT = "actor + critic, one all-reduce"
+
 #: Worker counts the model predicts for.
 MODEL_WORKERS = (1, 2, 8, 16, 64)
 
@@ -69,11 +75,17 @@ class ScalingModel:
     same updates. A ring all-reduce of a buffer over ``N`` workers takes ``2 (N - 1)`` latency-bound steps
     and moves ``2 (N - 1) / N`` times the buffer. No straggler: a cycle waits for no slow worker.
 
+    With ``joint=True`` (HER's DDPG/TD3 step with the targets moved once per cycle), each gradient step's
+    actor gradients ride in one all-reduce with the next step's critic gradients: a cycle of ``U`` updates
+    makes ``U - 1`` all-reduces of every buffer together, one of the critic's and one of the actor's, so it
+    pays the latency ``U + 1`` times instead of ``2 U`` and moves the same data.
+
     :param env_ms: one env step of one worker (env, prediction, storing)
     :param update_a_ms: fixed cost of a gradient step
     :param update_c_ms: cost per row of the batch
     :param latency_ms: latency of one step of a ring all-reduce (``alpha``)
     :param buffer_ms: transfer time of each gradient buffer between two workers (``tau``), one per optimizer
+    :param joint: one all-reduce per gradient step for all buffers (see above), not one per buffer
     """
 
     env_ms: float
@@ -84,13 +96,16 @@ class ScalingModel:
     cycle_env_steps: int = 500
     cycle_updates: int = 20
     total_batch: int = 2048
+    joint: bool = False
 
     def allreduce_ms(self, workers: int) -> float:
-        """The all-reduces after one gradient step (0 for one worker)."""
+        """The all-reduces of one gradient step (0 for one worker); :meth:`cycle_ms` adds a joint cycle's
+        extra latency."""
         if workers <= 1:
             return 0.0
         steps = 2 * (workers - 1)
-        return sum(steps * self.latency_ms + steps / workers * tau for tau in self.buffer_ms)
+        transfer = sum(steps / workers * tau for tau in self.buffer_ms)
+        return steps * self.latency_ms * (1 if self.joint else len(self.buffer_ms)) + transfer
 
     def update_ms(self, batch_size: float) -> float:
         """One gradient step on ``batch_size`` rows."""
@@ -104,7 +119,9 @@ class ScalingModel:
         """One cycle: the env steps of one worker, then the gradient steps with their all-reduces."""
         env_steps = self.cycle_env_steps if paper else self.cycle_env_steps / workers
         update = self.update_ms(self.worker_batch(workers, paper)) + self.allreduce_ms(workers)
-        return env_steps * self.env_ms + self.cycle_updates * update
+        # A joint cycle's first critic and last actor all-reduce each pay the latency on their own.
+        extra = 2 * (workers - 1) * self.latency_ms if self.joint and workers > 1 else 0.0
+        return env_steps * self.env_ms + self.cycle_updates * update + extra
 
     def env_steps_per_second(self, workers: int, paper: bool = False) -> float:
         """Env steps of all workers per second."""
@@ -121,9 +138,10 @@ class ScalingModel:
         env_ms: float,
         updates_ms: dict[int, float],
         allreduce_ms: dict[str, float],
+        joint: bool = False,
     ) -> ScalingModel:
         """The model of measured figures: one-thread update times by batch size (least squares over them),
-        and two-worker all-reduce times by buffer, :data:`LATENCY` among them.
+        and two-worker all-reduce times by buffer, :data:`LATENCY` among them (:data:`JOINT` is left out).
 
         On two workers an all-reduce takes ``2 alpha + tau``: ``alpha`` is half the one-float time, and each
         buffer's ``tau`` its time less ``2 alpha``.
@@ -139,9 +157,11 @@ class ScalingModel:
         slope, intercept = np.polyfit(batches, times, 1)
         latency = allreduce_ms[LATENCY] / 2.0
         buffers = tuple(
-            max(0.0, time_ms - 2.0 * latency) for name, time_ms in allreduce_ms.items() if name != LATENCY
+            max(0.0, time_ms - 2.0 * latency)
+            for name, time_ms in allreduce_ms.items()
+            if name not in (LATENCY, JOINT)
         )
-        return cls(env_ms, float(intercept), float(slope), latency, buffers)
+        return cls(env_ms, float(intercept), float(slope), latency, buffers, joint=joint)
 
 
 def build_agent(batch_size: int, seed: int = 0, overrides: tuple[str, ...] = ()):
@@ -169,7 +189,7 @@ def gradient_sizes() -> dict[str, int]:
         names[index]: sum(p.numel() for group in optimizer.param_groups for p in group["params"])
         for index, optimizer in enumerate(learner_optimizers(agent.model))
     }
-    return {**sizes, LATENCY: 1}
+    return {**sizes, JOINT: sizes["actor"] + sizes["critic"], LATENCY: 1}
 
 
 def _allreduce_worker(rank: int, port: int, sizes: dict[str, int], repeats: int, queue) -> None:
@@ -380,16 +400,19 @@ def print_costs(args: argparse.Namespace) -> None:
     if len(one_thread) < 2:
         print("\n(the model needs one-thread update times at two batch sizes at least: none printed)")
         return
-    model = ScalingModel.fitted(env_ms, one_thread, {name: 1000 * value for name, value in reduce.items()})
+    reduce_ms = {name: 1000 * value for name, value in reduce.items()}
+    model = ScalingModel.fitted(env_ms, one_thread, reduce_ms, joint=True)
     print_model(model, args.steps_to_goal)
+    print_model(dataclasses.replace(model, joint=False), args.steps_to_goal)
 
 
 def print_model(model: ScalingModel, steps_to_goal: int) -> None:
     """The model's parameters and its table for :data:`MODEL_WORKERS`, in both regimes."""
     taus = ", ".join(f"{tau:.3f}" for tau in model.buffer_ms)
+    form = "one joint all-reduce per gradient step" if model.joint else "one all-reduce per optimizer step"
     print(
-        f"\nmodel: t_env {model.env_ms:.2f} ms; t_update(b) = {model.update_a_ms:.2f} + {model.update_c_ms:.4f} b ms; "
-        f"alpha {model.latency_ms:.3f} ms; tau {taus} ms"
+        f"\nmodel ({form}): t_env {model.env_ms:.2f} ms; t_update(b) = {model.update_a_ms:.2f} + "
+        f"{model.update_c_ms:.4f} b ms; alpha {model.latency_ms:.3f} ms; tau {taus} ms"
     )
     print(
         "\n| workers | regime | rows per worker | update ms | all-reduce ms | cycle ms | env steps / s "

@@ -30,6 +30,7 @@ that builds ``HER(...)`` and calls ``learn`` runs unchanged under ``torchrun`` o
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -106,29 +107,71 @@ class GradientAverager:
     with bit-identical averaged gradients, and, applying the same optimizer step to the same parameters,
     with bit-identical parameters.
 
+    A train step that holds the gradients of two optimizers at once can average them in one all-reduce
+    instead of two (:meth:`average_together`); the hooks of those optimizers' next steps then leave them
+    as they are. HER's DDPG/TD3 step does so (see :func:`joint_averager`).
+
     :param optimizers: the optimizers whose steps to hook
     """
 
     def __init__(self, optimizers: Iterable[th.optim.Optimizer]) -> None:
         self.optimizers = list(optimizers)
         self._handles: list[Any] = []
+        self._averaged: list[th.optim.Optimizer] = []
 
     def attach(self) -> None:
         """Hook the optimizers' steps (idempotent)."""
         if not self._handles:
             self._handles = [optimizer.register_step_pre_hook(self._average) for optimizer in self.optimizers]
+            for optimizer in self.optimizers:
+                _ATTACHED[optimizer] = self
 
     def detach(self) -> None:
         """Remove the hooks."""
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        self._averaged = []
+        for optimizer in self.optimizers:
+            if _ATTACHED.get(optimizer) is self:
+                del _ATTACHED[optimizer]
 
-    @staticmethod
-    def _average(optimizer: th.optim.Optimizer, args: Any, kwargs: Any) -> None:
-        average_gradients(
-            [param for group in optimizer.param_groups for param in group["params"] if param.grad is not None]
-        )
+    def average_together(self, optimizers: Iterable[th.optim.Optimizer]) -> None:
+        """Average the gradients of all of ``optimizers`` now, in one all-reduce; the next step of each
+        then uses them as they are (its hook does not average again)."""
+        optimizers = list(optimizers)
+        average_gradients([param for optimizer in optimizers for param in _with_gradients(optimizer)])
+        self._averaged.extend(optimizers)
+
+    def _average(self, optimizer: th.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        for index, averaged in enumerate(self._averaged):
+            if averaged is optimizer:
+                del self._averaged[index]
+                return
+        average_gradients(_with_gradients(optimizer))
+
+
+#: The averager whose hooks each optimizer carries (an optimizer is hooked by one averager at most).
+_ATTACHED: weakref.WeakKeyDictionary[th.optim.Optimizer, GradientAverager] = weakref.WeakKeyDictionary()
+
+
+def _with_gradients(optimizer: th.optim.Optimizer) -> list[th.Tensor]:
+    return [param for group in optimizer.param_groups for param in group["params"] if param.grad is not None]
+
+
+def joint_averager(first: th.optim.Optimizer, second: th.optim.Optimizer) -> GradientAverager | None:
+    """The averager that hooks both optimizers, when their gradients can be averaged in one all-reduce.
+
+    None when training in one process, when the two are hooked by different averagers (or none), or when
+    they share a parameter (one all-reduce would then average its gradient twice).
+    """
+    averager = _ATTACHED.get(first)
+    if averager is None or _ATTACHED.get(second) is not averager or world_size() <= 1:
+        return None
+    first_ids = {id(param) for group in first.param_groups for param in group["params"]}
+    if any(id(param) in first_ids for group in second.param_groups for param in group["params"]):
+        return None
+    return averager
 
 
 def average_gradients(parameters: list[th.Tensor]) -> None:

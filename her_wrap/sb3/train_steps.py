@@ -51,6 +51,7 @@ from her_wrap.sb3.critic_losses import (
     unsupported_learner,
     update_options_of,
 )
+from her_wrap.sb3.distributed import joint_averager
 from her_wrap.sb3.samples import Samples
 
 if TYPE_CHECKING:
@@ -229,13 +230,22 @@ def _tqc_actor_q_values(model: sb3_contrib.TQC, samples: Samples, actions_pi: th
 
 
 def _train_td3(model: TD3, gradient_steps: int, batch_size: int, source: BatchSource) -> None:
-    """Mirror of ``TD3.train()`` (and so of DDPG's) with a weighted critic loss."""
+    """Mirror of ``TD3.train()`` (and so of DDPG's) with a weighted critic loss.
+
+    With several workers and the target networks moved once per call (``target_update_per_cycle``),
+    each actor step waits for the next critic's backward pass, so that one all-reduce averages both
+    gradients: the critic's loss reads the target networks, never the actor, so computing it before the
+    actor's step changes nothing, and the actor's next loss still sees both steps. Every worker takes
+    the same steps as with one all-reduce per optimizer, in about half as many collectives.
+    """
     model.policy.set_training_mode(True)
     model._update_learning_rate([model.actor.optimizer, model.critic.optimizer])
 
     per_cycle = update_options_of(model).target_update_per_cycle
+    joint = joint_averager(model.actor.optimizer, model.critic.optimizer) if per_cycle else None
     critic_own = _critic_own_parameters(model)
     actor_losses, critic_losses = [], []
+    actor_step_waits = False
     for _ in range(gradient_steps):
         # TD3 counts before the step: the policy delay below tests the updated count.
         model._n_updates += 1
@@ -245,6 +255,11 @@ def _train_td3(model: TD3, gradient_steps: int, batch_size: int, source: BatchSo
         critic_losses.append(critic_loss.item())
         model.critic.optimizer.zero_grad()
         critic_loss.backward()
+        if actor_step_waits:
+            assert joint is not None
+            joint.average_together([model.actor.optimizer, model.critic.optimizer])
+            model.actor.optimizer.step()
+            actor_step_waits = False
         model.critic.optimizer.step()
 
         if model._n_updates % model.policy_delay == 0:
@@ -256,11 +271,16 @@ def _train_td3(model: TD3, gradient_steps: int, batch_size: int, source: BatchSo
                 actor_losses.append(actor_loss.item())
                 model.actor.optimizer.zero_grad()
                 actor_loss.backward()
-            model.actor.optimizer.step()
+            if joint is not None:
+                actor_step_waits = True
+            else:
+                model.actor.optimizer.step()
 
             if not per_cycle:
                 _update_td3_targets(model)
         _report(source, td)
+    if actor_step_waits:
+        model.actor.optimizer.step()
     if per_cycle and actor_losses:
         _update_td3_targets(model)
 

@@ -32,7 +32,26 @@ def _init(rank: int, world: int, port: int, timeout_s: float = 60.0) -> None:
 VARIANTS = {
     "ddpg-update-options": ("ddpg", dict(clip_target=True, action_l2=1.0, target_update_per_cycle=True)),
     "sac-laber": ("sac", dict(laber="mean")),
+    # 3 gradient steps per call, so that some of TD3's delayed actor steps are not a call's last.
+    "td3-per-cycle": ("td3", dict(target_update_per_cycle=True, gradient_steps=3)),
 }
+
+#: Learners trained with one all-reduce per optimizer step, even where the train step could average the
+#: actor's and the critic's gradients together: the reference for the joint all-reduce.
+SEPARATE = "-separate"
+
+
+def _count_all_reduces() -> list[int]:
+    """Record the size of every all-reduce this process makes from now on."""
+    sizes: list[int] = []
+    all_reduce = dist.all_reduce
+
+    def counted(tensor, *args, **kwargs):
+        sizes.append(tensor.numel())
+        return all_reduce(tensor, *args, **kwargs)
+
+    dist.all_reduce = counted
+    return sizes
 
 
 def _model(learner: str, rank: int, normalize: bool, batch_size: int = 8):
@@ -41,11 +60,7 @@ def _model(learner: str, rank: int, normalize: bool, batch_size: int = 8):
     learner, options = VARIANTS.get(learner, (learner, {}))
     continuous = learner != "dqn"
     env = BitFlippingEnv(n_bits=4, continuous=continuous, max_steps=4)
-    return HER(
-        "MultiInputPolicy",
-        env,
-        learner,
-        **options,  # type: ignore[arg-type]
+    settings = dict(
         n_sampled_goal=2,
         normalize=normalize,
         learning_starts=16,
@@ -56,6 +71,7 @@ def _model(learner: str, rank: int, normalize: bool, batch_size: int = 8):
         policy_kwargs=dict(net_arch=[16]),
         seed=100 + rank,
     )
+    return HER("MultiInputPolicy", env, learner, **{**settings, **options})  # type: ignore[arg-type]
 
 
 def _flat_parameters(her) -> np.ndarray:
@@ -67,14 +83,22 @@ def _flat_parameters(her) -> np.ndarray:
 
 
 def train(rank: int, world: int, out: Path, learner: str) -> None:
-    """Train a tiny HER learner for a few gradient steps; save its parameters and normalizer statistics."""
+    """Train a tiny HER learner for a few gradient steps; save its parameters, normalizer statistics and
+    the sizes of its all-reduces."""
+    if learner.endswith(SEPARATE):
+        import her_wrap.sb3.train_steps
+
+        learner = learner.removesuffix(SEPARATE)
+        her_wrap.sb3.train_steps.joint_averager = lambda first, second: None  # type: ignore[assignment]
     her = _model(learner, rank, normalize=True)
+    all_reduces = _count_all_reduces()
     her.learn(64)
     statistics = her.normalizer.obs_rms if her.normalizer is not None else {}
     np.savez(
         out / f"rank{rank}.npz",
         parameters=_flat_parameters(her),
         n_updates=her.model._n_updates,
+        all_reduce_sizes=np.array(all_reduces, dtype=np.int64),
         **{f"mean_{key}": statistics[key].mean for key in sorted(statistics)},
         **{f"count_{key}": statistics[key].count for key in sorted(statistics)},
     )

@@ -133,6 +133,47 @@ def test_model_trained_by_two_workers_loads_in_one_process(trained: tuple[str, P
     assert her.normalizer is not None and her.normalizer.obs_rms["observation"].count > 64
 
 
+def _train_two_workers(out: Path, learner: str) -> list[dict[str, np.ndarray]]:
+    out.mkdir()
+    processes = _start("train", out, learner)
+    try:
+        for status, err in _finish(processes):
+            assert status == 0, err
+    finally:
+        _reap(processes)
+    return [dict(np.load(out / f"rank{rank}.npz")) for rank in range(2)]
+
+
+@pytest.mark.parametrize("learner", ["ddpg-update-options", "td3-per-cycle"])
+def test_actor_and_critic_gradients_share_one_all_reduce_and_take_the_same_steps(
+    learner: str, tmp_path: Path
+) -> None:
+    joint = _train_two_workers(tmp_path / "joint", learner)
+    separate = _train_two_workers(tmp_path / "separate", learner + "-separate")
+    for rank in range(2):
+        np.testing.assert_array_equal(joint[rank]["parameters"], separate[rank]["parameters"])
+    updates = int(joint[0]["n_updates"])
+    assert updates == int(separate[0]["n_updates"]) > 0
+    her = HER.load(tmp_path / "joint" / "model.zip")
+    actor, critic = (
+        sum(p.numel() for p in module.optimizer.param_groups[0]["params"])
+        for module in (her.model.actor, her.model.critic)
+    )
+    sizes_joint, sizes_separate = joint[0]["all_reduce_sizes"], separate[0]["all_reduce_sizes"]
+    actor_steps = int(np.sum(sizes_separate == actor))
+    assert int(np.sum(sizes_separate == critic)) == updates
+    assert int(np.sum(sizes_separate == actor + critic)) == 0
+    # A train call's last actor step is averaged alone (the targets move after it); every other actor
+    # step rides with the next critic step, whose gradients are then not averaged on their own.
+    fused = int(np.sum(sizes_joint == actor + critic))
+    lone_actor = int(np.sum(sizes_joint == actor))
+    assert fused > 0 and fused + lone_actor == actor_steps
+    assert int(np.sum(sizes_joint == critic)) + fused == updates
+    assert len(sizes_joint) == len(sizes_separate) - fused
+    if learner.startswith("ddpg"):  # an actor step at each of the 2 gradient steps of a call
+        assert actor_steps == updates and fused == updates // 2
+
+
 def test_averaged_step_equals_one_step_on_the_mean_gradient_and_statistics_equal_the_union(
     start_workers, tmp_path: Path
 ) -> None:

@@ -72,3 +72,29 @@ def test_fit_refuses_what_it_cannot_fit(measure_scaling) -> None:
         measure_scaling.ScalingModel.fitted(1.6, {1024: 47.1}, {measure_scaling.LATENCY: 0.2})
     with pytest.raises(ValueError, match="latency"):
         measure_scaling.ScalingModel.fitted(1.6, {1024: 47.1, 2048: 85.7}, {"actor": 1.0})
+
+
+def test_joint_all_reduce_pays_the_latency_once_per_gradient_step_and_twice_more_per_cycle(
+    measure_scaling, model
+) -> None:
+    joint = measure_scaling.ScalingModel(
+        env_ms=1.6, update_a_ms=8.5, update_c_ms=0.0377, latency_ms=0.1, buffer_ms=(2.7, 2.7), joint=True
+    )
+    for workers in (2, 16):
+        steps = 2 * (workers - 1)
+        # The data moved is the same; the latency is paid once instead of once per buffer.
+        assert joint.allreduce_ms(workers) == pytest.approx(model.allreduce_ms(workers) - steps * 0.1)
+        # 19 joint all-reduces, the first critic's and the last actor's alone: 21 latencies, 20 of each buffer.
+        assert joint.cycle_ms(workers) == pytest.approx(
+            model.cycle_ms(workers) - 20 * steps * 0.1 + steps * 0.1
+        )
+    assert joint.cycle_ms(1) == model.cycle_ms(1)
+
+
+def test_fit_leaves_the_joint_figure_out(measure_scaling) -> None:
+    allreduce = {"actor": 1.2, "critic": 3.2, measure_scaling.JOINT: 4.2, measure_scaling.LATENCY: 0.2}
+    fitted = measure_scaling.ScalingModel.fitted(1.6, {256: 10.0, 2048: 80.0}, allreduce, joint=True)
+    assert fitted.buffer_ms == pytest.approx((1.0, 3.0))
+    assert fitted.joint
+    # On two workers the joint all-reduce is modelled as 2 alpha + both buffers' transfer.
+    assert fitted.allreduce_ms(2) == pytest.approx(allreduce[measure_scaling.JOINT])
