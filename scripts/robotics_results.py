@@ -19,7 +19,12 @@ tables of ``docs/robotics.md`` and PNG curves. Three kinds of task:
 
   ``--variant NAME`` changes the entry (``experiments.VARIANTS``); ``workers-2`` trains on two workers
   (``her-wrap train --workers 2``, every step count halved, the curve counting both workers' env steps);
-  ``fetch-push-sbx-crossq`` runs the SBX entry of ``configs/her_jax.yml``.
+  ``fetch-push-sbx-crossq`` runs the SBX entry of ``configs/her_jax.yml``. A run stopped before its
+  budget is no row; ``stopped`` writes its curve (and a checkpoint's success on 100 fresh episodes) to a
+  file of ``docs/experiments/``::
+
+    python scripts/robotics_results.py stopped fetch-push-ddpg logs/her/FetchPush-v4_2 --variant movement \
+        --checkpoint 400000 --out docs/experiments/fetch_push_movement_seed3.json
 
 - references: stable-baselines3's own learner and ``HerReplayBuffer`` with rl-baselines3-zoo's entry for
   the same task (read from the installed ``rl_zoo3`` package), for a wall-clock budget::
@@ -59,6 +64,7 @@ from her_wrap.runs.experiments import (
     final_success,
     record_entry_run,
     run_entry,
+    stopped_run_record,
     variant_argument,
     zoo_entry,
 )
@@ -244,6 +250,15 @@ def command_record(args: argparse.Namespace) -> None:
         save_record(args.results, f"{record_label(args.task, args.variant)}/{record['seed']}", record)
 
 
+def command_stopped(args: argparse.Namespace) -> None:
+    record = stopped_run_record(
+        args.task, ENTRY_TASKS[args.task], args.run_dir, args.variant, args.checkpoint, args.note
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=1) + "\n")
+    print(f"wrote the curve of {args.run_dir} (stopped at {record['stopped_at']} env steps) to {args.out}")
+
+
 def run_preset(args: argparse.Namespace, task: Task, seed: int) -> dict[str, Any]:
     settings = settings_with(task.settings, args.set)
     steps = args.steps or task.steps
@@ -369,6 +384,24 @@ def main() -> None:
     record.add_argument("run_dirs", type=pathlib.Path, nargs="+", metavar="RUN_DIR")
     record.add_argument("--variant", type=variant_argument, default=None, help="the change the runs made")
     record.set_defaults(handler=command_record)
+    stopped = commands.add_parser(
+        "stopped",
+        help="write the curve of a manipulation run stopped before its budget (not a table row) to a JSON "
+        "file, and evaluate one of its checkpoints",
+    )
+    stopped.add_argument("task", choices=sorted(ENTRY_TASKS))
+    stopped.add_argument("run_dir", type=pathlib.Path, metavar="RUN_DIR")
+    stopped.add_argument("--out", type=pathlib.Path, required=True, help="the JSON file to write")
+    stopped.add_argument("--variant", type=variant_argument, default=None, help="the change the run made")
+    stopped.add_argument(
+        "--checkpoint",
+        type=int,
+        default=None,
+        metavar="STEPS",
+        help="evaluate the checkpoint saved at these env steps on 100 fresh episodes",
+    )
+    stopped.add_argument("--note", default=None, help="why the run stopped, what shared the machine")
+    stopped.set_defaults(handler=command_stopped)
     report = commands.add_parser("report", help="print the results tables and write PNG curves under docs/")
     report.add_argument(
         "--write", action="store_true", help="replace the tables in docs/robotics.md and README.md"

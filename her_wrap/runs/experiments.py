@@ -331,6 +331,65 @@ def record_entry_run(
     }
 
 
+def stopped_run_record(
+    task_name: str,
+    task: EntryTask,
+    run_dir: Path,
+    variant: str | None = None,
+    checkpoint: int | None = None,
+    note: str | None = None,
+) -> dict[str, Any]:
+    """The curve of a run of ``task`` stopped before its budget (``docs/experiments/*.json``), and, given
+    ``checkpoint`` (env steps of one of its checkpoints), that agent's greedy success on
+    :data:`FINAL_EPISODES` fresh episodes.
+
+    It is not a table row: a row is a run to the entry's budget (:func:`record_entry_run`).
+
+    :raises UsageError: when the run is not the task's command (:func:`check_shipped_entry`), or has no
+        checkpoint at ``checkpoint`` (the ones it has are named)
+    """
+    from her_wrap.envs.registry import make_goal_env
+    from her_wrap.runs.checkpoints import checkpoint_paths, checkpoint_timesteps
+    from her_wrap.sb3.her import HER
+
+    overrides, workers = variant_overrides(variant), variant_workers(variant)
+    layout, args = check_shipped_entry(task, run_dir, overrides, workers)
+    seed = int(args["seed"])
+    steps, successes, seconds = entry_curve(layout.evaluations_path, workers)
+    record: dict[str, Any] = {
+        "env_id": task.env_id,
+        "seed": seed,
+        "variant": variant,
+        "command": f"python scripts/robotics_results.py run {task_name} --seeds {seed}"
+        + (f" --variant {variant}" if variant else ""),
+        "train_command": "her-wrap train " + " ".join(task.train_arguments(seed, overrides, workers)),
+        "stopped_at": steps[-1] if steps else 0,
+        "budget": task.steps,
+        "timesteps": steps,
+        "success": successes,
+        "train_seconds": seconds,
+    }
+    if note:
+        record["note"] = note
+    if checkpoint is not None:
+        saved = checkpoint_timesteps(layout.run_dir)
+        if checkpoint not in saved:
+            raise UsageError(
+                f"{layout.run_dir} has no checkpoint at {checkpoint} env steps; it has "
+                f"{', '.join(map(str, saved)) or 'none'} (one worker's steps, as --save-freq counts them)"
+            )
+        model_path, _ = checkpoint_paths(layout.run_dir, checkpoint)
+        model = HER.load(str(model_path), env=make_goal_env(task.env_id), device="cpu")
+        record["checkpoint"] = {
+            "timesteps": checkpoint * workers,
+            "success": final_success(model, task.env_id, seed),
+            "episodes": FINAL_EPISODES,
+            "command": f"her-wrap enjoy --env {task.env_id} -f LOGS --exp-id K --load-checkpoint {checkpoint} "
+            f"-n {FINAL_EPISODES}",
+        }
+    return record
+
+
 def run_entry(
     task_name: str, task: EntryTask, seed: int, log_folder: Path, variant: str | None = None
 ) -> dict[str, Any]:

@@ -320,3 +320,67 @@ def test_every_reference_reads_an_unnormalized_her_entry_of_the_zoo_for_a_shippe
         assert not entry.get("normalize", False), name
         assert isinstance(entry["replay_buffer_kwargs"], dict), name
         assert task.env_id in {entry_task.env_id for entry_task in experiments.ENTRY_TASKS.values()}, name
+
+
+def _stopped_run(tmp_path: pathlib.Path, variant: str | None) -> pathlib.Path:
+    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    run_dir = fake_run(tmp_path, shipped_entry(task.steps, experiments.variant_overrides(variant)))
+    np.savez(
+        run_dir / "evaluations.npz",
+        timesteps=[20_000, 40_000],
+        successes=[[0, 0, 1, 0], [1, 1, 0, 1]],
+        train_seconds=[50.0, 101.0],
+    )
+    return run_dir
+
+
+def test_a_stopped_run_gives_its_curve_and_the_command_that_reproduces_it(tmp_path: pathlib.Path) -> None:
+    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    run_dir = _stopped_run(tmp_path, "movement")
+    record = experiments.stopped_run_record(
+        "fetch-push-ddpg", task, run_dir, "movement", note="session ended"
+    )
+    assert record["stopped_at"] == 40_000 and record["budget"] == task.steps
+    assert record["timesteps"] == [20_000, 40_000] and record["success"] == [0.25, 0.75]
+    assert record["train_seconds"] == [50.0, 101.0]
+    assert record["seed"] == 3 and record["note"] == "session ended" and "checkpoint" not in record
+    assert (
+        record["command"]
+        == "python scripts/robotics_results.py run fetch-push-ddpg --seeds 3 --variant movement"
+    )
+    assert record["train_command"].endswith("-params her.movement_clip:0.1 her.movement_floor:0.01")
+    # The run must still be the command it claims: without the variant it is another recipe.
+    with pytest.raises(UsageError, match="differs"):
+        experiments.stopped_run_record("fetch-push-ddpg", task, run_dir)
+
+
+def test_a_stopped_run_without_the_checkpoint_asked_for_names_the_ones_it_has(tmp_path: pathlib.Path) -> None:
+    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    run_dir = _stopped_run(tmp_path, None)
+    (run_dir / "rl_model_20000_steps.zip").write_bytes(b"")
+    with pytest.raises(UsageError, match=r"no checkpoint at 40000 env steps; it has 20000"):
+        experiments.stopped_run_record("fetch-push-ddpg", task, run_dir, checkpoint=40_000)
+
+
+def test_a_stopped_runs_checkpoint_is_loaded_and_evaluated_on_fresh_episodes(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from her_wrap import HER
+
+    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    run_dir = _stopped_run(tmp_path, None)
+    HER("MultiInputPolicy", "FetchPush-v4", "ddpg", policy_kwargs=dict(net_arch=[8])).save(
+        run_dir / "rl_model_20000_steps.zip"
+    )
+    evaluated: list[tuple[str, int]] = []
+
+    def success(model: Any, env_id: str, seed: int) -> float:
+        assert isinstance(model, HER) and model.model.policy.actor.mu[0].out_features == 8
+        evaluated.append((env_id, seed))
+        return 0.5
+
+    monkeypatch.setattr(experiments, "final_success", success)
+    record = experiments.stopped_run_record("fetch-push-ddpg", task, run_dir, checkpoint=20_000)
+    assert evaluated == [("FetchPush-v4", 3)]
+    assert record["checkpoint"]["timesteps"] == 20_000 and record["checkpoint"]["success"] == 0.5
+    assert "--load-checkpoint 20000 -n 100" in record["checkpoint"]["command"]
