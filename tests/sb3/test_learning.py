@@ -71,7 +71,7 @@ def test_her_sac_learns_continuous_bit_flipping() -> None:
         seed=0,
         **CONTINUOUS_BIT_FLIPPING_SAC,
     )
-    model.learn(5_000)  # 1.0 after 4k steps with seeds 0, 1 and 2
+    model.learn(4_000)  # seeds 0-3: below 0.8 at 3k steps, 1.0 from 3.5k on
     assert greedy_success(model, 6, continuous=True) >= 0.9
 
 
