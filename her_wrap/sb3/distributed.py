@@ -11,7 +11,8 @@ identical on all of them. What is shared and how:
   through an optimizer step pre-hook: the learner's own ``train`` (stable-baselines3's, or HER's weighted
   one) runs unchanged, for the actor, the critics and SAC/TQC's entropy coefficient alike. The average is
   taken after anything the learner does between ``backward`` and ``step``: DQN's gradient-norm clipping
-  clips each worker's gradient before the average;
+  clips each worker's gradient before the average. HER's DDPG/TD3 step with the targets moved once per
+  cycle sends each actor gradient in the next critic gradient's all-reduce (:func:`joint_averager`);
 - target networks: moved by the learner from identical parameters, hence identical;
 - observation-normalizer statistics: the running mean/variance/count that each worker gathered since the
   last combination are merged into the shared statistics at the end of every rollout (before the
