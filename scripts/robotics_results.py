@@ -398,7 +398,8 @@ def main() -> None:
         type=int,
         default=None,
         metavar="STEPS",
-        help="evaluate the checkpoint saved at these env steps on 100 fresh episodes",
+        help="evaluate the checkpoint saved at these env steps (one worker's, as --save-freq counts them) "
+        "on 100 fresh episodes",
     )
     stopped.add_argument("--note", default=None, help="why the run stopped, what shared the machine")
     stopped.set_defaults(handler=command_stopped)

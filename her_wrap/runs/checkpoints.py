@@ -59,6 +59,18 @@ def checkpoint_timesteps(run_dir: Path) -> list[int]:
     )
 
 
+def checkpoint_model_path(run_dir: Path, timesteps: int) -> Path:
+    """The agent's zip of the checkpoint at ``timesteps`` in ``run_dir``.
+
+    :raises UsageError: when ``run_dir`` has no complete checkpoint there, naming the ones it has
+    """
+    saved = checkpoint_timesteps(run_dir)
+    if timesteps not in saved:
+        listed = ", ".join(map(str, saved)) or "none"
+        raise UsageError(f"{run_dir} has no checkpoint at {timesteps} steps; checkpoints: {listed}")
+    return checkpoint_paths(run_dir, timesteps)[0]
+
+
 def save_agent(agent: HER, model_path: Path, *, replay_buffer_path: Path | None = None) -> None:
     """Save an agent (and optionally its replay buffer), every file atomically, the zip last.
 

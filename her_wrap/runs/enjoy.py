@@ -14,6 +14,7 @@ from pathlib import Path
 from her_wrap.runs import arguments
 from her_wrap.runs.checkpoints import (
     SavedAgent,
+    checkpoint_model_path,
     checkpoint_paths,
     checkpoint_timesteps,
     latest_saved_agent,
@@ -71,14 +72,9 @@ def select_saved_agent(args: argparse.Namespace) -> SavedAgent:
         if not run.best_model_path.is_file():
             raise UsageError(f"{run.run_dir} has no best_model.zip (was evaluation disabled?)")
         return resolve_saved_agent(run.best_model_path)
-    timesteps = checkpoint_timesteps(run.run_dir)
     if args.load_checkpoint is not None:
-        if args.load_checkpoint not in timesteps:
-            listed = ", ".join(map(str, timesteps)) or "none"
-            raise UsageError(
-                f"{run.run_dir} has no checkpoint at {args.load_checkpoint} steps; checkpoints: {listed}"
-            )
-        return resolve_saved_agent(checkpoint_paths(run.run_dir, args.load_checkpoint)[0])
+        return resolve_saved_agent(checkpoint_model_path(run.run_dir, args.load_checkpoint))
+    timesteps = checkpoint_timesteps(run.run_dir)
     if args.load_last_checkpoint:
         if not timesteps:
             raise UsageError(f"{run.run_dir} has no checkpoints (train with --save-freq)")

@@ -290,6 +290,16 @@ def entry_curve(evaluations_path: Path, workers: int = 1) -> tuple[list[int], li
     return steps, successes, seconds
 
 
+def _reproducing_commands(task_name: str, task: EntryTask, seed: int, variant: str | None) -> dict[str, str]:
+    """A record's ``command`` (this script's) and ``train_command`` (the ``her-wrap train`` it runs)."""
+    overrides, workers = variant_overrides(variant), variant_workers(variant)
+    return {
+        "command": f"python scripts/robotics_results.py run {task_name} --seeds {seed}"
+        + (f" --variant {variant}" if variant else ""),
+        "train_command": "her-wrap train " + " ".join(task.train_arguments(seed, overrides, workers)),
+    }
+
+
 def record_entry_run(
     task_name: str, task: EntryTask, run_dir: Path, variant: str | None = None
 ) -> dict[str, Any]:
@@ -325,9 +335,7 @@ def record_entry_run(
         "settings": config.to_entry(),
         "variant": variant,
         "overrides": list(overrides),
-        "command": f"python scripts/robotics_results.py run {task_name} --seeds {seed}"
-        + (f" --variant {variant}" if variant else ""),
-        "train_command": "her-wrap train " + " ".join(task.train_arguments(seed, overrides, workers)),
+        **_reproducing_commands(task_name, task, seed, variant),
     }
 
 
@@ -349,7 +357,7 @@ def stopped_run_record(
         checkpoint at ``checkpoint`` (the ones it has are named)
     """
     from her_wrap.envs.registry import make_goal_env
-    from her_wrap.runs.checkpoints import checkpoint_paths, checkpoint_timesteps
+    from her_wrap.runs.checkpoints import checkpoint_model_path
     from her_wrap.sb3.her import HER
 
     overrides, workers = variant_overrides(variant), variant_workers(variant)
@@ -360,9 +368,7 @@ def stopped_run_record(
         "env_id": task.env_id,
         "seed": seed,
         "variant": variant,
-        "command": f"python scripts/robotics_results.py run {task_name} --seeds {seed}"
-        + (f" --variant {variant}" if variant else ""),
-        "train_command": "her-wrap train " + " ".join(task.train_arguments(seed, overrides, workers)),
+        **_reproducing_commands(task_name, task, seed, variant),
         "stopped_at": steps[-1] if steps else 0,
         "budget": task.steps,
         "timesteps": steps,
@@ -372,13 +378,7 @@ def stopped_run_record(
     if note:
         record["note"] = note
     if checkpoint is not None:
-        saved = checkpoint_timesteps(layout.run_dir)
-        if checkpoint not in saved:
-            raise UsageError(
-                f"{layout.run_dir} has no checkpoint at {checkpoint} env steps; it has "
-                f"{', '.join(map(str, saved)) or 'none'} (one worker's steps, as --save-freq counts them)"
-            )
-        model_path, _ = checkpoint_paths(layout.run_dir, checkpoint)
+        model_path = checkpoint_model_path(layout.run_dir, checkpoint)
         model = HER.load(str(model_path), env=make_goal_env(task.env_id), device="cpu")
         record["checkpoint"] = {
             "timesteps": checkpoint * workers,

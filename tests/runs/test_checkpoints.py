@@ -13,6 +13,7 @@ import pytest
 
 from her_wrap.runs.atomic import TEMPORARY_PREFIX, atomic_write, atomic_write_text, remove_stale_temporaries
 from her_wrap.runs.checkpoints import (
+    checkpoint_model_path,
     checkpoint_paths,
     checkpoint_timesteps,
     resolve_saved_agent,
@@ -265,3 +266,13 @@ def test_checkpoint_paths_use_the_zoo_names(tmp_path: Path) -> None:
         "rl_model_42_steps.zip",
         "rl_model_replay_buffer_42_steps.pkl",
     ]
+
+
+def test_a_checkpoint_is_found_by_its_steps_and_a_missing_one_names_those_there(tmp_path: Path) -> None:
+    (tmp_path / "rl_model_500_steps.zip").write_bytes(b"")
+    (tmp_path / "rl_model_replay_buffer_900_steps.pkl").write_bytes(b"")  # no zip: not a checkpoint
+    assert checkpoint_model_path(tmp_path, 500) == tmp_path / "rl_model_500_steps.zip"
+    with pytest.raises(UsageError, match=r"has no checkpoint at 900 steps; checkpoints: 500$"):
+        checkpoint_model_path(tmp_path, 900)
+    with pytest.raises(UsageError, match=r"checkpoints: none$"):
+        checkpoint_model_path(tmp_path / "empty", 500)

@@ -358,7 +358,7 @@ def test_a_stopped_run_without_the_checkpoint_asked_for_names_the_ones_it_has(tm
     task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
     run_dir = _stopped_run(tmp_path, None)
     (run_dir / "rl_model_20000_steps.zip").write_bytes(b"")
-    with pytest.raises(UsageError, match=r"no checkpoint at 40000 env steps; it has 20000"):
+    with pytest.raises(UsageError, match=r"no checkpoint at 40000 steps; checkpoints: 20000$"):
         experiments.stopped_run_record("fetch-push-ddpg", task, run_dir, checkpoint=40_000)
 
 
