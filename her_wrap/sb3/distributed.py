@@ -118,7 +118,7 @@ class GradientAverager:
     def __init__(self, optimizers: Iterable[th.optim.Optimizer]) -> None:
         self.optimizers = list(optimizers)
         self._handles: list[Any] = []
-        self._averaged: list[th.optim.Optimizer] = []
+        self._averaged: set[th.optim.Optimizer] = set()
 
     def attach(self) -> None:
         """Hook the optimizers' steps (idempotent)."""
@@ -132,7 +132,7 @@ class GradientAverager:
         for handle in self._handles:
             handle.remove()
         self._handles = []
-        self._averaged = []
+        self._averaged.clear()
         for optimizer in self.optimizers:
             if _ATTACHED.get(optimizer) is self:
                 del _ATTACHED[optimizer]
@@ -142,22 +142,25 @@ class GradientAverager:
         then uses them as they are (its hook does not average again)."""
         optimizers = list(optimizers)
         average_gradients([param for optimizer in optimizers for param in _with_gradients(optimizer)])
-        self._averaged.extend(optimizers)
+        self._averaged.update(optimizers)
 
     def _average(self, optimizer: th.optim.Optimizer, args: Any, kwargs: Any) -> None:
-        for index, averaged in enumerate(self._averaged):
-            if averaged is optimizer:
-                del self._averaged[index]
-                return
-        average_gradients(_with_gradients(optimizer))
+        if optimizer in self._averaged:
+            self._averaged.remove(optimizer)
+        else:
+            average_gradients(_with_gradients(optimizer))
 
 
 #: The averager whose hooks each optimizer carries (an optimizer is hooked by one averager at most).
 _ATTACHED: weakref.WeakKeyDictionary[th.optim.Optimizer, GradientAverager] = weakref.WeakKeyDictionary()
 
 
+def _parameters(optimizer: th.optim.Optimizer) -> list[th.Tensor]:
+    return [param for group in optimizer.param_groups for param in group["params"]]
+
+
 def _with_gradients(optimizer: th.optim.Optimizer) -> list[th.Tensor]:
-    return [param for group in optimizer.param_groups for param in group["params"] if param.grad is not None]
+    return [param for param in _parameters(optimizer) if param.grad is not None]
 
 
 def joint_averager(first: th.optim.Optimizer, second: th.optim.Optimizer) -> GradientAverager | None:
@@ -169,8 +172,8 @@ def joint_averager(first: th.optim.Optimizer, second: th.optim.Optimizer) -> Gra
     averager = _ATTACHED.get(first)
     if averager is None or _ATTACHED.get(second) is not averager or world_size() <= 1:
         return None
-    first_ids = {id(param) for group in first.param_groups for param in group["params"]}
-    if any(id(param) in first_ids for group in second.param_groups for param in group["params"]):
+    first_ids = {id(param) for param in _parameters(first)}
+    if any(id(param) in first_ids for param in _parameters(second)):
         return None
     return averager
 
