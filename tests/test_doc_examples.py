@@ -29,6 +29,10 @@ from typing import Any
 import pytest
 from doc_blocks import PAGES, REPO, SHELL_LANGUAGES, Block, fenced_blocks, shell_commands
 
+from her_wrap.runs import experiments
+from her_wrap.runs.config import load_run_config
+from her_wrap.runs.errors import UsageError
+
 TINY_BUDGETS = {
     "train": ["-n", "200", "--eval-freq", "100", "--eval-episodes", "1"],
     "optimize": ["-n", "200", "--n-trials", "1", "--n-evaluations", "1", "--eval-episodes", "1"],
@@ -64,6 +68,19 @@ def check_script_options(argv: list[str], where: str) -> None:
     source = script.read_text()
     missing = [option for option in argv[2:] if option.startswith("--") and f'"{option}"' not in source]
     assert missing == [], f"{where}: {argv[1]} defines no option {missing}"
+    if argv[1] == "scripts/robotics_results.py" and "--variant" in argv:
+        check_variant(argv[3], argv[argv.index("--variant") + 1], where)
+
+
+def check_variant(task_name: str, variant: str, where: str) -> None:
+    """A ``robotics_results.py SUBCOMMAND TASK --variant V`` names known variants that apply to TASK's entry."""
+    task = experiments.ENTRY_TASKS.get(task_name)
+    try:
+        overrides = experiments.variant_overrides(variant)
+        if task is not None:
+            load_run_config(task.config_path(), task.env_id, overrides=overrides)
+    except UsageError as error:
+        raise AssertionError(f"{where}: --variant {variant}: {error}") from None
 
 
 def run_shell(line: str, cwd: Path, where: str) -> None:
@@ -165,6 +182,25 @@ def test_a_marker_away_from_a_fence_is_an_error(tmp_path: Path) -> None:
 def test_a_renamed_her_wrap_option_is_caught() -> None:
     with pytest.raises(AssertionError, match="exited 2"):
         run_her_wrap(["her-wrap", "train", "--env", "BitFlipping-v0", "--no-such-option"], "here")
+
+
+@pytest.mark.parametrize(
+    ("variant", "problem"),
+    [("updates-41", "unknown variant"), ("per+movement", "Choose one of movement_clip and prioritized")],
+)
+def test_a_variant_unknown_or_not_applying_to_the_task_is_caught(variant: str, problem: str) -> None:
+    argv = [
+        "python",
+        "scripts/robotics_results.py",
+        "run",
+        "fetch-slide-ddpg",
+        "--seeds",
+        "0",
+        "--variant",
+        variant,
+    ]
+    with pytest.raises(AssertionError, match=problem):
+        check_script_options(argv, "here")
 
 
 def test_a_renamed_script_option_is_caught() -> None:

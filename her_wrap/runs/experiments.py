@@ -89,6 +89,9 @@ ENTRY_TASKS: dict[str, EntryTask] = {
     "fetch-push-sbx-crossq": EntryTask("FetchPush-v4", 400_000, config="her_jax.yml"),
 }
 
+#: ``-params`` items that draw transitions uniformly (no ``movement_clip``; ``movement_floor`` at its default).
+UNIFORM_DRAWS = ("her.movement_clip:null", "her.movement_floor:0.05")
+
 #: Changes to the shipped entry that a manipulation row can measure, one at a time (``--variant NAME``):
 #: ``-params`` items of ``her-wrap train``. Rows of a variant are keyed ``TASK+NAME``.
 VARIANTS: dict[str, tuple[str, ...]] = {
@@ -99,8 +102,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "laber-mean": ("her.laber:LaBERmean", "her.laber_m:4"),
     # LaBER's premise at the recipe's cost: score a large batch of 2048, back-propagate through 512.
     "laber-mean-512": ("her.laber:LaBERmean", "her.laber_m:4", "batch_size:512"),
-    # Prioritized replay (proportional, alpha 0.6, beta 0.4).
-    "per": ("her.prioritized:true",),
+    # Prioritized replay (proportional, alpha 0.6, beta 0.4) instead of the entry's draw weights (FetchPush's
+    # movement weights and priorities both set how often a transition is drawn).
+    "per": (*UNIFORM_DRAWS, "her.prioritized:true"),
     # Twice the gradient steps per cycle: 40 of batch 2048 every 500 env steps (0.08 per env step).
     "updates-40": ("gradient_steps:40",),
     # TD3 instead of DDPG (twin critics, target policy smoothing, the actor updated every second step).
@@ -130,6 +134,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # min(path, 0.1 m), so an episode that pushed the block 10 cm or more is drawn 11x as often as one that
     # never touched it.
     "movement": ("her.movement_clip:0.1", "her.movement_floor:0.01"),
+    # Uniform draws: the FetchPush entry before it took the movement weights.
+    "no-movement": UNIFORM_DRAWS,
     # Every training episode starts as the task does: the FetchPickAndPlace entry before it took
     # grasp_start 0.5.
     "no-grasp-start": ("grasp_start:null",),

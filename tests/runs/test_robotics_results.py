@@ -114,6 +114,8 @@ def test_fetch_push_ships_8_relabeled_goals_and_the_other_manipulation_tasks_4()
         ("wide-512", lambda config: config.learner_kwargs["policy_kwargs"]["net_arch"] == [512, 512, 512]),
         ("n-sampled-goal-4", lambda config: config.hindsight.n_sampled_goal == 4),
         ("grasp-start", lambda config: config.grasp_start == 0.5),
+        # priorities replace FetchPush's movement weights (both set how often a transition is drawn)
+        ("per", lambda config: config.hindsight.prioritized and config.hindsight.movement_clip is None),
     ],
 )
 def test_a_variant_changes_the_one_setting_it_names(variant: str, read: Any) -> None:
@@ -128,6 +130,22 @@ def test_pick_and_place_entry_starts_half_its_training_episodes_grasped_and_a_va
     )
     assert shipped.grasp_start == 0.5 and undone.grasp_start is None
     assert "grasp_start" not in undone.to_entry()  # the run's config.yml reads as the entry before it
+
+
+def test_push_entry_draws_by_movement_alone_and_a_variant_undoes_it() -> None:
+    clips = {
+        task.env_id: load_run_config(default_config_path(), task.env_id).hindsight.movement_clip
+        for task in experiments.ENTRY_TASKS.values()
+    }
+    assert clips.pop("FetchPush-v4") == 0.1 and set(clips.values()) == {None}
+    shipped = load_run_config(default_config_path(), "FetchPush-v4")
+    undone = load_run_config(
+        default_config_path(), "FetchPush-v4", overrides=experiments.VARIANTS["no-movement"]
+    )
+    assert shipped.hindsight.movement_floor == 0.01 and undone.hindsight.movement_clip is None
+    # the run's config.yml reads as the entry before it: no movement key, every other one kept
+    kept = {key: value for key, value in shipped.her.items() if not key.startswith("movement_")}
+    assert undone.her == kept and undone.to_entry() == {**shipped.to_entry(), "her": kept}
 
 
 def test_an_unknown_variant_is_refused_listing_the_known_ones() -> None:
@@ -336,9 +354,9 @@ def _stopped_run(tmp_path: pathlib.Path, variant: str | None) -> pathlib.Path:
 
 def test_a_stopped_run_gives_its_curve_and_the_command_that_reproduces_it(tmp_path: pathlib.Path) -> None:
     task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
-    run_dir = _stopped_run(tmp_path, "movement")
+    run_dir = _stopped_run(tmp_path, "updates-40")
     record = experiments.stopped_run_record(
-        "fetch-push-ddpg", task, run_dir, "movement", note="session ended"
+        "fetch-push-ddpg", task, run_dir, "updates-40", note="session ended"
     )
     assert record["stopped_at"] == 40_000 and record["budget"] == task.steps
     assert record["timesteps"] == [20_000, 40_000] and record["success"] == [0.25, 0.75]
@@ -346,9 +364,9 @@ def test_a_stopped_run_gives_its_curve_and_the_command_that_reproduces_it(tmp_pa
     assert record["seed"] == 3 and record["note"] == "session ended" and "checkpoint" not in record
     assert (
         record["command"]
-        == "python scripts/robotics_results.py run fetch-push-ddpg --seeds 3 --variant movement"
+        == "python scripts/robotics_results.py run fetch-push-ddpg --seeds 3 --variant updates-40"
     )
-    assert record["train_command"].endswith("-params her.movement_clip:0.1 her.movement_floor:0.01")
+    assert record["train_command"].endswith("-params gradient_steps:40")
     # The run must still be the command it claims: without the variant it is another recipe.
     with pytest.raises(UsageError, match="differs"):
         experiments.stopped_run_record("fetch-push-ddpg", task, run_dir)
