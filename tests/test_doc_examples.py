@@ -9,7 +9,8 @@ its budget, or write it to a file. Besides the markers, commands are run this wa
   one episode; a ``train -i`` that resumes a run goes on to 400 env steps.
 - ``make TARGET``: TARGET must be a target of the Makefile (they set up a virtualenv and run for minutes).
 - ``python scripts/NAME.py ...`` reproduces a published measurement (minutes to hours): the script must
-  exist and define every ``--option`` the command gives.
+  exist and define every ``--option`` the command gives; a ``robotics_results.py ... TASK --variant V``
+  must name known variants whose changes build TASK's entry.
 - ``pip install`` must carry a skip marker: the tests run offline in the installed environment.
 - Anything else (``python -m rl_zoo3.train ...``, ``mkdir ...``) runs in a shell.
 """
