@@ -17,6 +17,7 @@ its budget, or write it to a file. Besides the markers, commands are run this wa
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import os
@@ -77,10 +78,10 @@ def check_variant(task_name: str, variant: str, where: str) -> None:
     """A ``robotics_results.py SUBCOMMAND TASK --variant V`` names known variants that apply to TASK's entry."""
     task = experiments.ENTRY_TASKS.get(task_name)
     try:
-        overrides = experiments.variant_overrides(variant)
+        experiments.variant_argument(variant)  # the script's own check of --variant
         if task is not None:
-            load_run_config(task.config_path(), task.env_id, overrides=overrides)
-    except UsageError as error:
+            load_run_config(task.config_path(), task.env_id, overrides=experiments.variant_overrides(variant))
+    except (argparse.ArgumentTypeError, UsageError) as error:
         raise AssertionError(f"{where}: --variant {variant}: {error}") from None
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from her_wrap.core.settings import HindsightSettings
 from her_wrap.runs.arguments import DEFAULT_CONFIG, default_config_path
 from her_wrap.runs.config import build_run_config, load_run_config, parse_literal_strings
 from her_wrap.runs.errors import UsageError
@@ -90,7 +91,7 @@ ENTRY_TASKS: dict[str, EntryTask] = {
 }
 
 #: ``-params`` items that draw transitions uniformly (no ``movement_clip``; ``movement_floor`` at its default).
-UNIFORM_DRAWS = ("her.movement_clip:null", "her.movement_floor:0.05")
+UNIFORM_DRAWS = ("her.movement_clip:null", f"her.movement_floor:{HindsightSettings().movement_floor}")
 
 #: Changes to the shipped entry that a manipulation row can measure, one at a time (``--variant NAME``):
 #: ``-params`` items of ``her-wrap train``. Rows of a variant are keyed ``TASK+NAME``.
