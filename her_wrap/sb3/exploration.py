@@ -4,7 +4,8 @@
 :func:`~her_wrap.sb3.learner_mixin.weighted_learner_class`): at each exploration step, each env's action is
 replaced, with probability :attr:`~her_wrap.sb3.update_options.UpdateOptions.random_action_prob`, by one
 drawn uniformly from the action space. The policy's prediction of those few actions runs on one torch
-thread (:func:`one_torch_thread`).
+thread (:func:`one_torch_thread`), through the lean forward of :mod:`her_wrap.sb3.fast_actor` where it
+covers the actor (DDPG's and TD3's), with the same actions as SB3's ``predict``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch as th
 
+from her_wrap.sb3.fast_actor import exploration_actions
 from her_wrap.sb3.update_options import UpdateOptions
 
 
@@ -43,19 +45,25 @@ class RandomActionExploration:
     """Makes a continuous-action learner's exploration take uniformly random actions now and then.
 
     The learner's own ``_sample_action`` (policy, action noise, ``learning_starts``) picks the actions
-    first, predicting on one torch thread (:func:`one_torch_thread`); then each env's action is replaced
-    with probability ``update_options.random_action_prob``. The draws come from a generator seeded with the
+    first, predicting on one torch thread (:func:`one_torch_thread`) and, for the actors it covers, by
+    :func:`~her_wrap.sb3.fast_actor.exploration_actions`; then each env's action is replaced with
+    probability ``update_options.random_action_prob``. The draws come from a generator seeded with the
     learner's ``seed``, so a seeded run repeats.
     """
 
     update_options: UpdateOptions = UpdateOptions()
     _random_action_rng: np.random.Generator | None = None
+    _exploring: bool = False
 
     def _sample_action(
         self, learning_starts: int, action_noise: Any = None, n_envs: int = 1
     ) -> tuple[np.ndarray, np.ndarray]:
-        with one_torch_thread():
-            actions, buffer_actions = super()._sample_action(learning_starts, action_noise, n_envs)  # type: ignore[misc]
+        self._exploring = True
+        try:
+            with one_torch_thread():
+                actions, buffer_actions = super()._sample_action(learning_starts, action_noise, n_envs)  # type: ignore[misc]
+        finally:
+            self._exploring = False
         probability = self.update_options.random_action_prob
         if probability > 0:
             if self._random_action_rng is None:
@@ -70,6 +78,20 @@ class RandomActionExploration:
                 actions = self.policy.unscale_action(buffer_actions)  # type: ignore[attr-defined]
         return actions, buffer_actions
 
+    def predict(
+        self,
+        observation: Any,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = False,
+    ) -> tuple[Any, Any]:
+        """The learner's ``predict``; while exploring, the lean forward where it covers the actor."""
+        if self._exploring and state is None:
+            actions = exploration_actions(self.policy, observation)  # type: ignore[attr-defined]
+            if actions is not None:
+                return actions, None
+        return super().predict(observation, state, episode_start, deterministic)  # type: ignore[misc]
+
     def _excluded_save_params(self) -> list[str]:
         # The generator is seeded again after a load: never pickle it into the model zip.
-        return [*super()._excluded_save_params(), "_random_action_rng"]  # type: ignore[misc]
+        return [*super()._excluded_save_params(), "_random_action_rng", "_exploring"]  # type: ignore[misc]

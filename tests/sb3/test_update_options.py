@@ -112,16 +112,23 @@ def test_without_random_actions_the_greedy_action_repeats():
     assert np.ptp(actions, axis=0).max() == 0
 
 
-def test_exploration_predicts_on_one_torch_thread_and_gives_the_threads_back(monkeypatch):
-    model = continuous_her(DDPG, random_action_prob=0.3)
+@pytest.mark.parametrize("model_class", [DDPG, SAC])
+def test_exploration_predicts_on_one_torch_thread_and_gives_the_threads_back(model_class, monkeypatch):
+    """DDPG predicts by the lean forward (her_wrap.sb3.fast_actor), SAC by its policy's predict."""
+    import her_wrap.sb3.exploration as exploration
+
+    model = continuous_her(model_class, random_action_prob=0.3)
     seen: list[int] = []
-    predict = model.model.policy.predict
+    owner, name = (
+        (exploration, "exploration_actions") if model_class is DDPG else (model.model.policy, "predict")
+    )
+    predict = getattr(owner, name)
 
     def recording_predict(*args, **kwargs):
         seen.append(th.get_num_threads())
         return predict(*args, **kwargs)
 
-    monkeypatch.setattr(model.model.policy, "predict", recording_predict)
+    monkeypatch.setattr(owner, name, recording_predict)
     threads = th.get_num_threads()
     th.set_num_threads(2)
     try:
@@ -132,10 +139,11 @@ def test_exploration_predicts_on_one_torch_thread_and_gives_the_threads_back(mon
         def failing_predict(*args, **kwargs):
             raise RuntimeError("no prediction")
 
-        monkeypatch.setattr(model.model.policy, "predict", failing_predict)
+        monkeypatch.setattr(owner, name, failing_predict)
         with pytest.raises(RuntimeError, match="no prediction"):
             model.model._sample_action(0, None, 1)
         assert th.get_num_threads() == 2
+        assert model.model._exploring is False
     finally:
         th.set_num_threads(threads)
 

@@ -1,0 +1,156 @@
+"""The exploration action of a training step: SB3's path against HER's, side by side in one process.
+
+At every env step SB3's ``collect_rollouts`` asks the learner for one exploration action per env through
+``learner._sample_action``: the policy's prediction, then scaling, noise and clipping. For DDPG and TD3 the
+learner ``HER`` trains predicts through the lean forward of :mod:`her_wrap.sb3.fast_actor` (the same
+actions, bit for bit); for other learners it keeps SB3's path. For each learner this script builds one
+``HER`` model on the env (``MultiInputPolicy``, HER's normalization, 3 x 256 networks, Gaussian action
+noise), then times, on the same learner and the same observation, alternating rounds of
+
+- SB3's path: the stock class's own ``_sample_action`` (``DDPG._sample_action(learner, ...)``), which
+  predicts through ``policy.predict``, as a plain SB3 learner does;
+- HER's path: ``learner._sample_action(...)``, what ``her-wrap train`` calls;
+
+and prints the median time of each per call and per env step, and their ratio. Both run on one torch
+thread (HER's exploration does; SB3's is given the same).
+
+Usage::
+
+    python scripts/bench_exploration.py                          # FetchPush-v4, 2 envs (the entry's)
+    python scripts/bench_exploration.py --n-envs 1 --learners ddpg --out /tmp/e.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch as th
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.noise import NormalActionNoise
+
+from her_wrap import HER
+from her_wrap.envs.registry import make_goal_env
+from her_wrap.sb3.fast_actor import actor_plan
+from her_wrap.sb3.learners import learner_class
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def per_call(function: Any, seconds: float) -> float:
+    """Seconds per call of ``function``, over at least ``seconds`` and 20 calls."""
+    calls, start = 0, time.perf_counter()
+    while True:
+        function()
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds and calls >= 20:
+            return elapsed / calls
+
+
+def measure(name: str, env_id: str, n_envs: int, seconds: float, rounds: int, seed: int) -> dict[str, Any]:
+    env = make_vec_env(lambda: make_goal_env(env_id), n_envs=n_envs, seed=seed)
+    actions = env.action_space.shape[0]
+    model = HER(
+        "MultiInputPolicy",
+        env,
+        name,
+        normalize=True,
+        seed=seed,
+        learning_starts=0,
+        action_noise=NormalActionNoise(np.zeros(actions), 0.2 * np.ones(actions)),
+        policy_kwargs={"net_arch": [256, 256, 256]},
+    )
+    learner = model.model
+    learner._last_obs = model.get_env().reset()  # type: ignore[union-attr]
+    stock = learner_class(name)
+
+    def sb3() -> None:
+        stock._sample_action(learner, 0, learner.action_noise, n_envs)
+
+    def her() -> None:
+        learner._sample_action(0, learner.action_noise, n_envs)
+
+    for function in (sb3, her):
+        for _ in range(20):
+            function()
+    sb3_times, her_times = [], []
+    for _ in range(rounds):
+        sb3_times.append(per_call(sb3, seconds / (2 * rounds)))
+        her_times.append(per_call(her, seconds / (2 * rounds)))
+    return {
+        "lean": actor_plan(learner.policy) is not None,
+        "sb3_us": 1e6 * statistics.median(sb3_times),
+        "her_us": 1e6 * statistics.median(her_times),
+    }
+
+
+def table(rows: list[tuple[str, dict[str, Any]]], n_envs: int) -> list[str]:
+    lines = [
+        "| learner | HER's prediction | SB3's path, us per call | HER's path, us per call | "
+        f"us per env step ({n_envs} envs): SB3 / HER | SB3 / HER |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for name, r in rows:
+        how = "lean forward" if r["lean"] else "policy.predict (as SB3)"
+        lines.append(
+            f"| {name} | {how} | {r['sb3_us']:.0f} | {r['her_us']:.0f} | "
+            f"{r['sb3_us'] / n_envs:.0f} / {r['her_us'] / n_envs:.0f} | {r['sb3_us'] / r['her_us']:.2f}x |"
+        )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--env", default="FetchPush-v4")
+    parser.add_argument("--n-envs", type=int, default=2, help="envs per exploration call (the entry runs 2)")
+    parser.add_argument("--learners", nargs="+", default=["ddpg", "td3", "sac"])
+    parser.add_argument("--seconds", type=float, default=4.0, help="timed seconds per learner and path")
+    parser.add_argument("--rounds", type=int, default=8, help="alternating rounds; medians are reported")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench_exploration.md")
+    args = parser.parse_args()
+    if args.n_envs < 1 or args.rounds < 1 or args.seconds <= 0:
+        parser.error("--n-envs and --rounds must be at least 1 and --seconds positive")
+    th.set_num_threads(1)
+    rows = []
+    for name in args.learners:
+        rows.append((name, measure(name, args.env, args.n_envs, 2 * args.seconds, args.rounds, args.seed)))
+        print("\n".join(table(rows[-1:], args.n_envs)[2:]), flush=True)
+    load = os.getloadavg()
+    command = (
+        f"python scripts/bench_exploration.py --env {args.env} --n-envs {args.n_envs} "
+        f"--learners {' '.join(args.learners)} --seconds {args.seconds:g} --rounds {args.rounds}"
+    )
+    lines = [
+        "# The exploration action: SB3's path against HER's",
+        "",
+        "```",
+        command,
+        "```",
+        "",
+        f"{args.env}, {args.n_envs} envs, `MultiInputPolicy`, HER's normalization, 3 x 256 networks, Gaussian "
+        "action noise 0.2, one torch thread. Each call is one exploration step of every env, as "
+        "`collect_rollouts` asks for it (`_sample_action`: prediction, scaling, noise, clipping). SB3's path "
+        "is the learner class's own `_sample_action` through `policy.predict`; HER's is the learner `HER` "
+        "trains. Medians of alternating rounds on the same learner and observation.",
+        "",
+        *table(rows, args.n_envs),
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {th.__version__}; load average "
+        f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end.",
+    ]
+    args.out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
