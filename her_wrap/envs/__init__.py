@@ -1,5 +1,6 @@
 """Goal envs for HER: the bit-flipping task, the env registry, the dict <-> flat observation wrapper, the
-grasped start of pick-and-place episodes, and env checks.
+grasped start of pick-and-place episodes, faster joint reads of gymnasium-robotics' MuJoCo envs, and env
+checks.
 
 Importing this package registers her_wrap's gymnasium ids (once; importing again changes nothing):
 
@@ -31,6 +32,7 @@ from her_wrap.envs.registry import (
     make_goal_env,
     register_envs,
 )
+from her_wrap.envs.robot_observations import RobotJointReader, speed_up_robot_observations
 
 __all__ = [
     "GOAL_KEYS",
@@ -43,6 +45,7 @@ __all__ = [
     "GraspStartWrapper",
     "HERGoalEnvWrapper",
     "MissingExtraError",
+    "RobotJointReader",
     "UnknownEnvError",
     "check_goal_env",
     "check_goal_space",
@@ -51,6 +54,7 @@ __all__ = [
     "make_goal_env",
     "make_vectorized_reward",
     "register_envs",
+    "speed_up_robot_observations",
 ]
 
 register_envs()

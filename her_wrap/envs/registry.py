@@ -28,6 +28,7 @@ from typing import Any
 import gymnasium
 
 from her_wrap.envs.checks import check_goal_space  # re-exported: its home is envs.checks
+from her_wrap.envs.robot_observations import speed_up_robot_observations
 
 #: her_wrap's own ids and the keyword arguments they fix. Neither sets ``max_episode_steps``: the env
 #: truncates itself after ``max_steps`` steps, so ``gymnasium.make`` adds no second ``TimeLimit``.
@@ -154,13 +155,19 @@ def make_goal_env(env_id: str, **env_kwargs: Any) -> gymnasium.Env:
     factory for ``SubprocVecEnv`` (module level: it pickles). The env is not checked here; HER checks the
     env it is given (:func:`~her_wrap.envs.check_goal_env`).
 
+    A gymnasium-robotics MuJoCo robot env (Fetch, Hand) reads its robot joints by addresses found once
+    (:func:`~her_wrap.envs.robot_observations.speed_up_robot_observations`: the same observations, in
+    less time).
+
     :param env_id: see :func:`ensure_registered`
     :param env_kwargs: keyword arguments of the env (``n_bits=15``, ``render_mode=...``)
     :raises MissingExtraError: the id needs an optional package that is not installed
     :raises UnknownEnvError: no package knows the id
     """
     ensure_registered(env_id)
-    return gymnasium.make(env_id, **env_kwargs)
+    env = gymnasium.make(env_id, **env_kwargs)
+    speed_up_robot_observations(env)
+    return env
 
 
 def _import_quietly(module_name: str) -> None:

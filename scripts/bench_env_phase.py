@@ -1,6 +1,13 @@
-"""The exploration action of a training step: SB3's path against HER's, side by side in one process.
+"""The env phase of a training step (env step, exploration action): the stock path against HER's.
 
-At every env step SB3's ``collect_rollouts`` asks the learner for one exploration action per env through
+Two measurements, each alternating the two paths in one process:
+
+**The env step.** ``env.step(action)`` of the env ``gymnasium.make`` builds against the one
+:func:`~her_wrap.envs.make_goal_env` builds (what ``HER("FetchPush-v4", ...)`` and ``her-wrap train``
+step), which reads the robot's joints by addresses found once (:mod:`her_wrap.envs.robot_observations`;
+the same observations). Random actions, a reset at each episode's end, the same seeds on both.
+
+**The exploration action.** At every env step SB3's ``collect_rollouts`` asks the learner for one exploration action per env through
 ``learner._sample_action``: the policy's prediction, then scaling, noise and clipping. For DDPG and TD3 the
 learner ``HER`` trains predicts through the lean forward of :mod:`her_wrap.sb3.fast_actor` (the same
 actions, bit for bit); for other learners it keeps SB3's path. For each learner this script builds one
@@ -16,8 +23,8 @@ thread (HER's exploration does; SB3's is given the same).
 
 Usage::
 
-    python scripts/bench_exploration.py                          # FetchPush-v4, 2 envs (the entry's)
-    python scripts/bench_exploration.py --n-envs 1 --learners ddpg --out /tmp/e.md
+    python scripts/bench_env_phase.py                          # FetchPush-v4, 2 envs (the entry's)
+    python scripts/bench_env_phase.py --n-envs 1 --learners ddpg --out /tmp/e.md
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gymnasium
 import numpy as np
 import torch as th
 from stable_baselines3.common.env_util import make_vec_env
@@ -37,6 +45,7 @@ from stable_baselines3.common.noise import NormalActionNoise
 
 from her_wrap import HER
 from her_wrap.envs.registry import make_goal_env
+from her_wrap.envs.robot_observations import RobotJointReader
 from her_wrap.sb3.fast_actor import actor_plan
 from her_wrap.sb3.learners import learner_class
 
@@ -52,6 +61,40 @@ def per_call(function: Any, seconds: float) -> float:
         elapsed = time.perf_counter() - start
         if elapsed >= seconds and calls >= 20:
             return elapsed / calls
+
+
+def measure_env_step(env_id: str, seconds: float, rounds: int, seed: int) -> dict[str, Any]:
+    her = make_goal_env(env_id)  # registers the id for gymnasium.make too
+    envs = {"stock": gymnasium.make(env_id), "her": her}
+    steppers = {}
+    for label, env in envs.items():
+        env.reset(seed=seed)
+        env.action_space.seed(seed)
+
+        def step(env: Any = env) -> None:
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            if terminated or truncated:
+                env.reset()
+
+        steppers[label] = step
+    times: dict[str, list[float]] = {"stock": [], "her": []}
+    for _ in range(rounds):
+        for label, step in steppers.items():
+            times[label].append(per_call(step, seconds / (2 * rounds)))
+    return {
+        "reader": isinstance(getattr(her.unwrapped, "_utils", None), RobotJointReader),
+        "stock_us": 1e6 * statistics.median(times["stock"]),
+        "her_us": 1e6 * statistics.median(times["her"]),
+    }
+
+
+def env_table(env_id: str, r: dict[str, Any]) -> list[str]:
+    how = "joints by address" if r["reader"] else "as gymnasium's (not covered)"
+    return [
+        "| env | HER's env | `gymnasium.make`, us per step | `make_goal_env`, us per step | stock / HER |",
+        "|---|---|---:|---:|---:|",
+        f"| {env_id} | {how} | {r['stock_us']:.0f} | {r['her_us']:.0f} | {r['stock_us'] / r['her_us']:.2f}x |",
+    ]
 
 
 def measure(name: str, env_id: str, n_envs: int, seconds: float, rounds: int, seed: int) -> dict[str, Any]:
@@ -116,26 +159,38 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=4.0, help="timed seconds per learner and path")
     parser.add_argument("--rounds", type=int, default=8, help="alternating rounds; medians are reported")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench_exploration.md")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench_env_phase.md")
     args = parser.parse_args()
     if args.n_envs < 1 or args.rounds < 1 or args.seconds <= 0:
         parser.error("--n-envs and --rounds must be at least 1 and --seconds positive")
     th.set_num_threads(1)
+    env_result = measure_env_step(args.env, 2 * args.seconds, args.rounds, args.seed)
+    print("\n".join(env_table(args.env, env_result)[2:]), flush=True)
     rows = []
     for name in args.learners:
         rows.append((name, measure(name, args.env, args.n_envs, 2 * args.seconds, args.rounds, args.seed)))
         print("\n".join(table(rows[-1:], args.n_envs)[2:]), flush=True)
     load = os.getloadavg()
     command = (
-        f"python scripts/bench_exploration.py --env {args.env} --n-envs {args.n_envs} "
+        f"python scripts/bench_env_phase.py --env {args.env} --n-envs {args.n_envs} "
         f"--learners {' '.join(args.learners)} --seconds {args.seconds:g} --rounds {args.rounds}"
     )
     lines = [
-        "# The exploration action: SB3's path against HER's",
+        "# The env phase of a training step: the stock path against HER's",
         "",
         "```",
         command,
         "```",
+        "",
+        "## The env step",
+        "",
+        f"`env.step` of {args.env} as `gymnasium.make` builds it and as `make_goal_env` (HER, `her-wrap "
+        "train`) builds it: the same observations; random actions, resets at episodes' ends. Medians of "
+        "alternating rounds.",
+        "",
+        *env_table(args.env, env_result),
+        "",
+        "## The exploration action",
         "",
         f"{args.env}, {args.n_envs} envs, `MultiInputPolicy`, HER's normalization, 3 x 256 networks, Gaussian "
         "action noise 0.2, one torch thread. Each call is one exploration step of every env, as "
