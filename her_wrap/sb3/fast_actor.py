@@ -12,8 +12,8 @@ observation keys are flattened and joined in numpy, then each ``Linear`` layer i
 and TD3 (:class:`~stable_baselines3.td3.policies.TD3Policy`): a flattening extractor over ``Box``
 observations (``MlpPolicy``'s, or ``MultiInputPolicy``'s one flattening per key), then ``Linear`` layers
 with ReLU, Tanh or no activation, on the CPU. For anything else (SAC's stochastic actor, another
-activation, image observations, a custom extractor or policy, a GPU) it returns None and the caller keeps
-SB3's path.
+activation, image observations, a custom extractor or policy, a GPU, a forward hook on the actor) it
+returns None and the caller keeps SB3's path.
 
 The policy is left in whatever training mode it has: the covered networks hold no dropout or batch
 normalization, so the mode changes nothing.
@@ -52,11 +52,25 @@ class ActorPlan:
     :param keys: the observation keys in the extractor's order, or None for a flat ``Box`` observation
     :param shapes: each key's (or the flat observation's) shape in the observation space
     :param layers: the network's ``Linear`` layers, each with the activation that follows it
+    :param modules: every module of the actor, whose forward hooks the lean forward would skip
     """
 
     keys: tuple[str, ...] | None
     shapes: tuple[tuple[int, ...], ...]
     layers: tuple[_Layer, ...]
+    modules: tuple[th.nn.Module, ...] = ()
+
+    def hooked(self) -> bool:
+        """Whether a forward hook is registered on one of the actor's modules, or on every module."""
+        if _global_forward_hooks_set():
+            return True
+        return any(module._forward_hooks or module._forward_pre_hooks for module in self.modules)
+
+
+def _global_forward_hooks_set() -> bool:
+    from torch.nn.modules import module as torch_module
+
+    return bool(torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks)
 
 
 #: policy -> (its actor's modules when the plan was made, the plan or None): planning walks the policy's
@@ -118,8 +132,8 @@ def actor_plan(policy: Any) -> ActorPlan | None:
             _PLANS[policy] = (modules, plan)
         except TypeError:
             pass
-    # A policy moved to a GPU keeps its modules; its weights change device.
-    if plan is not None and plan.layers[0].weight.device.type != "cpu":
+    # A policy moved to a GPU keeps its modules; its weights change device. A hook expects its call.
+    if plan is not None and (plan.layers[0].weight.device.type != "cpu" or plan.hooked()):
         return None
     return plan
 
@@ -158,7 +172,7 @@ def _make_plan(policy: Any) -> ActorPlan | None:
         shapes = tuple(tuple(space[key].shape or ()) for key in keys)
     else:
         return None
-    return ActorPlan(keys, shapes, layers)
+    return ActorPlan(keys, shapes, layers, tuple(actor.modules()))
 
 
 def _rows(value: Any, shape: tuple[int, ...]) -> np.ndarray | None:

@@ -197,3 +197,23 @@ def test_the_plan_follows_a_replaced_network_and_new_weights():
     np.testing.assert_array_equal(exploration_actions(policy, observation), policy.predict(observation)[0])
     policy.actor.mu = th.nn.Sequential(replaced[0], th.nn.LeakyReLU(), *list(replaced)[2:])
     assert actor_plan(policy) is None
+
+
+def test_a_forward_hook_on_the_actor_keeps_sb3s_path():
+    model = trained(TD3)
+    policy = model.model.policy
+    observation = random_observation(model, 2)
+    calls: list[int] = []
+    handle = policy.actor.mu[2].register_forward_hook(lambda *args: calls.append(1))
+    try:
+        assert exploration_actions(policy, observation) is None
+        model.model._sample_action(0, None, 3)
+        assert calls == [1]  # the exploration step went through the module, so the hook saw it
+    finally:
+        handle.remove()
+    assert exploration_actions(policy, observation) is not None
+    handle = th.nn.modules.module.register_module_forward_pre_hook(lambda *args: None)
+    try:
+        assert exploration_actions(policy, observation) is None
+    finally:
+        handle.remove()
