@@ -33,6 +33,7 @@ from stable_baselines3.common.policies import BaseModel, BasePolicy
 from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.torch_layers import CombinedExtractor, FlattenExtractor
 from stable_baselines3.td3.policies import Actor, TD3Policy
+from torch.nn.modules import module as torch_module
 
 #: The activations the lean forward applies in place, by module class.
 _ACTIVATIONS: dict[type, Callable[[th.Tensor], th.Tensor]] = {th.nn.ReLU: th.relu_, th.nn.Tanh: th.tanh_}
@@ -52,25 +53,25 @@ class ActorPlan:
     :param keys: the observation keys in the extractor's order, or None for a flat ``Box`` observation
     :param shapes: each key's (or the flat observation's) shape in the observation space
     :param layers: the network's ``Linear`` layers, each with the activation that follows it
-    :param modules: every module of the actor, whose forward hooks the lean forward would skip
+    :param hooks: the forward hook registries of every module of the actor, then torch's global ones: a
+        hook registered later lands in one of them
     """
 
     keys: tuple[str, ...] | None
     shapes: tuple[tuple[int, ...], ...]
     layers: tuple[_Layer, ...]
-    modules: tuple[th.nn.Module, ...] = ()
+    hooks: tuple[Mapping[Any, Any], ...] = ()
 
     def hooked(self) -> bool:
         """Whether a forward hook is registered on one of the actor's modules, or on every module."""
-        if _global_forward_hooks_set():
-            return True
-        return any(module._forward_hooks or module._forward_pre_hooks for module in self.modules)
+        return any(self.hooks)
 
 
-def _global_forward_hooks_set() -> bool:
-    from torch.nn.modules import module as torch_module
-
-    return bool(torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks)
+def _hook_registries(actor: th.nn.Module) -> tuple[Mapping[Any, Any], ...]:
+    registries: list[Mapping[Any, Any]] = []
+    for module in actor.modules():
+        registries += [module._forward_hooks, module._forward_pre_hooks]
+    return (*registries, torch_module._global_forward_hooks, torch_module._global_forward_pre_hooks)
 
 
 #: policy -> (its actor's modules when the plan was made, the plan or None): planning walks the policy's
@@ -106,10 +107,16 @@ def _layers(network: th.nn.Module) -> tuple[_Layer, ...] | None:
     return tuple(layers) if layers else None
 
 
+def _child(module: Any, name: str) -> Any:
+    # A module's submodules sit in its _modules dict; reading it skips nn.Module.__getattr__'s slow path.
+    children = getattr(module, "_modules", None)
+    return children.get(name) if isinstance(children, dict) else getattr(module, name, None)
+
+
 def _modules(policy: Any) -> tuple[Any, ...]:
     """What a plan reads from ``policy``: replacing any of them makes it plan again."""
-    actor = getattr(policy, "actor", None)
-    return (actor, getattr(actor, "mu", None), getattr(actor, "features_extractor", None))
+    actor = _child(policy, "actor")
+    return (actor, _child(actor, "mu"), _child(actor, "features_extractor"))
 
 
 def actor_plan(policy: Any) -> ActorPlan | None:
@@ -172,7 +179,7 @@ def _make_plan(policy: Any) -> ActorPlan | None:
         shapes = tuple(tuple(space[key].shape or ()) for key in keys)
     else:
         return None
-    return ActorPlan(keys, shapes, layers, tuple(actor.modules()))
+    return ActorPlan(keys, shapes, layers, _hook_registries(actor))
 
 
 def _rows(value: Any, shape: tuple[int, ...]) -> np.ndarray | None:
