@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import gymnasium as gym
@@ -49,7 +50,7 @@ class OffsetGoalEnv(gym.Env):
         return -(np.linalg.norm(achieved_goal - desired_goal, axis=-1) > 0.5).astype(np.float32)
 
 
-def trained(
+def train_model(
     model_class: type, policy: str = "MultiInputPolicy", n_envs: int = 3, **policy_kwargs: Any
 ) -> HER:
     """A learner whose weights have moved away from their initial values."""
@@ -64,6 +65,10 @@ def trained(
         policy_kwargs={"net_arch": [16, 16], **policy_kwargs},
     )
     return model.learn(120)
+
+
+#: One trained model per setting for the tests that leave it as they found it (monkeypatch undoes itself).
+trained = functools.cache(train_model)
 
 
 def random_observation(model: HER, rows: int, seed: int = 1) -> Any:
@@ -182,7 +187,7 @@ def test_an_observation_that_is_not_one_row_per_env_is_left_to_sb3():
 
 
 def test_the_plan_follows_a_replaced_network_and_new_weights():
-    model = trained(DDPG)
+    model = train_model(DDPG)  # its own: the test changes the network
     policy = model.model.policy
     observation = random_observation(model, 3)
     assert actor_plan(policy) is actor_plan(policy)  # made once
