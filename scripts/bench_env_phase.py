@@ -63,6 +63,25 @@ def per_call(function: Any, seconds: float) -> float:
             return elapsed / calls
 
 
+def alternated_medians(
+    functions: dict[str, Any], seconds: float, rounds: int, warmup: int = 0
+) -> dict[str, float]:
+    """Microseconds per call of each function: the median of ``rounds`` rounds that take turns.
+
+    :param functions: label -> function, timed in this order within each round
+    :param seconds: timed seconds of all the rounds of all the functions together
+    :param warmup: untimed calls of each function first
+    """
+    for function in functions.values():
+        for _ in range(warmup):
+            function()
+    times: dict[str, list[float]] = {label: [] for label in functions}
+    for _ in range(rounds):
+        for label, function in functions.items():
+            times[label].append(per_call(function, seconds / (len(functions) * rounds)))
+    return {label: 1e6 * statistics.median(values) for label, values in times.items()}
+
+
 def measure_env_step(env_id: str, seconds: float, rounds: int, seed: int) -> dict[str, Any]:
     her = make_goal_env(env_id)  # registers the id for gymnasium.make too
     envs = {"stock": gymnasium.make(env_id), "her": her}
@@ -77,14 +96,11 @@ def measure_env_step(env_id: str, seconds: float, rounds: int, seed: int) -> dic
                 env.reset()
 
         steppers[label] = step
-    times: dict[str, list[float]] = {"stock": [], "her": []}
-    for _ in range(rounds):
-        for label, step in steppers.items():
-            times[label].append(per_call(step, seconds / (2 * rounds)))
+    medians = alternated_medians(steppers, seconds, rounds)
     return {
         "reader": isinstance(getattr(her.unwrapped, "_utils", None), RobotJointReader),
-        "stock_us": 1e6 * statistics.median(times["stock"]),
-        "her_us": 1e6 * statistics.median(times["her"]),
+        "stock_us": medians["stock"],
+        "her_us": medians["her"],
     }
 
 
@@ -120,17 +136,11 @@ def measure(name: str, env_id: str, n_envs: int, seconds: float, rounds: int, se
     def her() -> None:
         learner._sample_action(0, learner.action_noise, n_envs)
 
-    for function in (sb3, her):
-        for _ in range(20):
-            function()
-    sb3_times, her_times = [], []
-    for _ in range(rounds):
-        sb3_times.append(per_call(sb3, seconds / (2 * rounds)))
-        her_times.append(per_call(her, seconds / (2 * rounds)))
+    medians = alternated_medians({"sb3": sb3, "her": her}, seconds, rounds, warmup=20)
     return {
         "lean": actor_plan(learner.policy) is not None,
-        "sb3_us": 1e6 * statistics.median(sb3_times),
-        "her_us": 1e6 * statistics.median(her_times),
+        "sb3_us": medians["sb3"],
+        "her_us": medians["her"],
     }
 
 

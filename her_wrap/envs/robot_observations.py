@@ -2,7 +2,7 @@
 
 Every step of a Fetch env reads the robot's joint positions and velocities through gymnasium-robotics'
 ``mujoco_utils.robot_get_obs``, which looks each joint up by name, twice, in Python: 30 lookups per step on
-Fetch, about a tenth of the env step's time, as much as a sixth with the profiler's overhead.
+Fetch. Reading them by address made a FetchPush step 1.17x faster (``scripts/bench_env_phase.py``).
 :class:`RobotJointReader` reads the same entries of ``data.qpos`` and ``data.qvel`` by addresses found once,
 and :func:`speed_up_robot_observations` gives it to one env in place of the module (the env reaches every
 MuJoCo helper through its ``_utils`` attribute; the reader hands every other helper on to the module).

@@ -60,7 +60,7 @@ class ActorPlan:
     keys: tuple[str, ...] | None
     shapes: tuple[tuple[int, ...], ...]
     layers: tuple[_Layer, ...]
-    hooks: tuple[Mapping[Any, Any], ...] = ()
+    hooks: tuple[Mapping[Any, Any], ...]
 
     def hooked(self) -> bool:
         """Whether a forward hook is registered on one of the actor's modules, or on every module."""
@@ -126,19 +126,15 @@ def actor_plan(policy: Any) -> ActorPlan | None:
 
     :param policy: a learner's policy (``model.policy``)
     """
+    if not isinstance(policy, th.nn.Module):  # every SB3 policy is one (and weakly referable)
+        return None
     modules = _modules(policy)
-    try:
-        cached = _PLANS.get(policy)
-    except TypeError:  # not weakly referable: plan every time
-        cached = None
+    cached = _PLANS.get(policy)
     if cached is not None and all(a is b for a, b in zip(cached[0], modules, strict=True)):
         plan = cached[1]
     else:
         plan = _make_plan(policy)
-        try:
-            _PLANS[policy] = (modules, plan)
-        except TypeError:
-            pass
+        _PLANS[policy] = (modules, plan)
     # A policy moved to a GPU keeps its modules; its weights change device. A hook expects its call.
     if plan is not None and (plan.layers[0].weight.device.type != "cpu" or plan.hooked()):
         return None
@@ -156,7 +152,7 @@ def _make_plan(policy: Any) -> ActorPlan | None:
         or type(actor).extract_features is not BaseModel.extract_features
     ):
         return None
-    if policy.device.type != "cpu" or not isinstance(policy.action_space, spaces.Box):
+    if not isinstance(policy.action_space, spaces.Box):  # the device is checked at every call
         return None
     layers = _layers(actor.mu)
     if layers is None:

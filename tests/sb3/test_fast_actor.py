@@ -79,6 +79,19 @@ def random_observation(model: HER, rows: int, seed: int = 1) -> Any:
     return rng.normal(0.0, 5.0, (rows, *space.shape))
 
 
+def count_policy_predictions(model: HER, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """A list that grows by one at every call of the learner's ``policy.predict``."""
+    calls: list[bool] = []
+    predict = model.model.policy.predict
+
+    def counting_predict(*args: Any, **kwargs: Any) -> Any:
+        calls.append(True)
+        return predict(*args, **kwargs)
+
+    monkeypatch.setattr(model.model.policy, "predict", counting_predict)
+    return calls
+
+
 @pytest.mark.parametrize("model_class", [DDPG, TD3])
 @pytest.mark.parametrize("policy", ["MultiInputPolicy", "MlpPolicy"])
 def test_lean_forward_gives_sb3s_actions_bit_for_bit(model_class, policy):
@@ -122,14 +135,7 @@ def test_exploration_takes_the_lean_forward_with_the_same_actions(model_class, m
 
 def test_prediction_outside_exploration_keeps_sb3s_path(monkeypatch):
     model = trained(DDPG)
-    calls: list[bool] = []
-    predict = model.model.policy.predict
-
-    def counting_predict(*args: Any, **kwargs: Any) -> Any:
-        calls.append(True)
-        return predict(*args, **kwargs)
-
-    monkeypatch.setattr(model.model.policy, "predict", counting_predict)
+    calls = count_policy_predictions(model, monkeypatch)
     model.model.predict(random_observation(model, 3))
     assert calls == [True]
 
@@ -137,14 +143,7 @@ def test_prediction_outside_exploration_keeps_sb3s_path(monkeypatch):
 def test_sac_explores_through_its_own_predict(monkeypatch):
     model = trained(SAC)
     assert actor_plan(model.model.policy) is None
-    calls: list[bool] = []
-    predict = model.model.policy.predict
-
-    def counting_predict(*args: Any, **kwargs: Any) -> Any:
-        calls.append(True)
-        return predict(*args, **kwargs)
-
-    monkeypatch.setattr(model.model.policy, "predict", counting_predict)
+    calls = count_policy_predictions(model, monkeypatch)
     model.model._sample_action(0, None, 3)
     assert calls == [True]
 
