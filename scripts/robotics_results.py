@@ -17,7 +17,8 @@ tables of ``docs/robotics.md`` and PNG curves. Three kinds of task:
     python scripts/robotics_results.py run fetch-push-ddpg --seeds 0 1 2
     python scripts/robotics_results.py record fetch-push-ddpg logs/her/FetchPush-v4_1
 
-  ``--variant NAME`` changes the entry (``experiments.VARIANTS``); ``workers-2`` trains on two workers
+  ``--variant NAME`` changes the entry (``experiments.VARIANTS``); ``budget-1m`` trains for 1M env steps
+  instead of the entry's ``n_timesteps``; ``workers-2`` trains on two workers
   (``her-wrap train --workers 2``, every step count halved, the curve counting both workers' env steps);
   ``fetch-push-sbx-crossq`` runs the SBX entry of ``configs/her_jax.yml``. A run stopped before its
   budget is no row; ``stopped`` writes its curve (and a checkpoint's success on 100 fresh episodes) to a
@@ -374,7 +375,8 @@ def main() -> None:
         type=variant_argument,
         default=None,
         help="a change to the shipped entry (manipulation tasks): "
-        f"{', '.join(sorted(VARIANTS))}, or several joined by +",
+        f"{', '.join(sorted(VARIANTS))}, budget-N (N env steps instead of the entry's, e.g. budget-1m), "
+        "or several joined by +",
     )
     run.set_defaults(handler=command_run)
     record = commands.add_parser(

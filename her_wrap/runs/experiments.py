@@ -11,7 +11,9 @@ record (see :mod:`her_wrap.runs.results`).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -76,14 +78,23 @@ class EntryTask:
             *(["-params", *overrides] if overrides else []),
         ]  # fmt: skip
 
+    def with_variant(self, variant: str | None) -> EntryTask:
+        """The task with a variant's budget (``budget-1m``: ``-n 1000000``); itself when it sets none."""
+        budget = variant_budget(variant)
+        return self if budget is None else dataclasses.replace(self, steps=budget)
 
+
+#: The manipulation rows: each task's ``steps`` is its shipped entry's ``n_timesteps`` (the budget of its
+#: target), so a row's command and ``her-wrap train --env ID`` train the same agent.
 ENTRY_TASKS: dict[str, EntryTask] = {
     "fetch-push-ddpg": EntryTask("FetchPush-v4", 600_000),
-    # The budget of its target, 0.9 within 60 minutes (seed 0's row before grasp-start ran 1.5M).
-    "fetch-pick-and-place-ddpg": EntryTask("FetchPickAndPlace-v4", 1_000_000),
+    # The budget of its target, 0.9 within 60 minutes (the rows of 1M and 1.5M env steps: budget-1m and
+    # budget-1.5m).
+    "fetch-pick-and-place-ddpg": EntryTask("FetchPickAndPlace-v4", 600_000),
     "fetch-slide-ddpg": EntryTask("FetchSlide-v4", 1_500_000),
     "panda-push-ddpg": EntryTask("PandaPush-v3", 600_000),
-    "panda-pick-and-place-ddpg": EntryTask("PandaPickAndPlace-v3", 800_000),
+    # The budget of its target, 0.8 within 2 hours (the first row's run of 800k env steps: budget-800k).
+    "panda-pick-and-place-ddpg": EntryTask("PandaPickAndPlace-v3", 2_000_000),
     # SBX's CrossQ (JAX) in the PyTorch entry's regime (configs/her_jax.yml): which learner reaches 0.9 on
     # FetchPush first in wall time. Its budget: the PyTorch entry's env steps to 0.9 (440k-460k on seeds 0-2)
     # take about 45 minutes; CrossQ costs more per update, so it wins only if it gets there sooner.
@@ -185,21 +196,53 @@ REFERENCE_TASKS: dict[str, ReferenceTask] = {
 }
 
 
+#: A variant part that sets a run's budget instead of the entry's: ``budget-600k``, ``budget-1m``,
+#: ``budget-1.5m`` (env steps, all workers' together; ``-n`` of ``her-wrap train``).
+BUDGET_PATTERN = re.compile(r"budget-(\d+(?:\.\d+)?)([km])")
+
+
+def _budget_of(name: str) -> int | None:
+    """The env steps of a ``budget-...`` part, None for any other name."""
+    match = BUDGET_PATTERN.fullmatch(name)
+    if match is None:
+        return None
+    steps = round(float(match.group(1)) * {"k": 1_000, "m": 1_000_000}[match.group(2)])
+    if steps < 1:
+        raise UsageError(f"variant {name!r} sets a budget of no env steps; e.g. budget-600k or budget-1.5m")
+    return steps
+
+
 def variant_overrides(variant: str | None) -> tuple[str, ...]:
     """The ``-params`` items of a variant (none for ``None``).
 
-    :param variant: a name of :data:`VARIANTS`, or several joined by ``+`` (``n-sampled-goal-4+laber-mean``:
-        both changes, in that order)
+    :param variant: a name of :data:`VARIANTS` or a budget (``budget-1m``, :data:`BUDGET_PATTERN`), or
+        several joined by ``+`` (``n-sampled-goal-4+laber-mean``: both changes, in that order)
     :raises UsageError: for an unknown variant, listing the known ones
     """
     if variant is None:
         return ()
     overrides: list[str] = []
     for name in variant.split("+"):
+        if _budget_of(name) is not None:
+            continue
         if name not in VARIANTS:
-            raise UsageError(f"unknown variant {name!r}; the variants: {', '.join(sorted(VARIANTS))}")
+            raise UsageError(
+                f"unknown variant {name!r}; the variants: {', '.join(sorted(VARIANTS))}, and budget-N"
+                " (N env steps, e.g. budget-1m)"
+            )
         overrides.extend(VARIANTS[name])
     return tuple(overrides)
+
+
+def variant_budget(variant: str | None) -> int | None:
+    """The env steps a variant trains for instead of its task's (a ``budget-...`` part), or None.
+
+    :raises UsageError: for two parts that both set the budget
+    """
+    budgets = [steps for name in (variant or "").split("+") if (steps := _budget_of(name)) is not None]
+    if len(budgets) > 1:
+        raise UsageError(f"variant {variant!r} sets the budget twice; join at most one budget-N part")
+    return budgets[0] if budgets else None
 
 
 def variant_workers(variant: str | None) -> int:
@@ -221,6 +264,7 @@ def variant_argument(text: str) -> str:
     try:
         variant_overrides(text)
         variant_workers(text)
+        variant_budget(text)
     except UsageError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     return text
@@ -298,7 +342,10 @@ def entry_curve(evaluations_path: Path, workers: int = 1) -> tuple[list[int], li
 
 
 def _reproducing_commands(task_name: str, task: EntryTask, seed: int, variant: str | None) -> dict[str, str]:
-    """A record's ``command`` (this script's) and ``train_command`` (the ``her-wrap train`` it runs)."""
+    """A record's ``command`` (this script's) and ``train_command`` (the ``her-wrap train`` it runs).
+
+    ``task`` is the row's task with the variant's budget already applied (:meth:`EntryTask.with_variant`).
+    """
     overrides, workers = variant_overrides(variant), variant_workers(variant)
     return {
         "command": f"python scripts/robotics_results.py run {task_name} --seeds {seed}"
@@ -315,6 +362,7 @@ def record_entry_run(
     from her_wrap.envs.registry import make_goal_env
     from her_wrap.sb3.her import HER
 
+    task = task.with_variant(variant)
     overrides, workers = variant_overrides(variant), variant_workers(variant)
     layout, args = check_shipped_entry(task, run_dir, overrides, workers)
     seed = int(args["seed"])
@@ -367,6 +415,7 @@ def stopped_run_record(
     from her_wrap.runs.checkpoints import checkpoint_model_path
     from her_wrap.sb3.her import HER
 
+    task = task.with_variant(variant)
     overrides, workers = variant_overrides(variant), variant_workers(variant)
     layout, args = check_shipped_entry(task, run_dir, overrides, workers)
     seed = int(args["seed"])
@@ -401,7 +450,7 @@ def run_entry(
     task_name: str, task: EntryTask, seed: int, log_folder: Path, variant: str | None = None
 ) -> dict[str, Any]:
     """Train one seed with ``her-wrap train`` in a child process and return its record."""
-    arguments = task.train_arguments(
+    arguments = task.with_variant(variant).train_arguments(
         seed, variant_overrides(variant), variant_workers(variant), config_file=str(task.config_path())
     )
     command = [sys.executable, "-m", "her_wrap.runs.cli", "train", *arguments, "-f", str(log_folder)]

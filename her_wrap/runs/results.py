@@ -135,8 +135,12 @@ def recipe_name(record: Record) -> str:
     recipe = f"HER({record['learner']}), `configs/{record.get('config', DEFAULT_CONFIG.name)}`"
     if record.get("workers", 1) > 1:
         recipe += f" on {record['workers']} workers"
-    if record.get("overrides"):
-        recipe += " with " + ", ".join(f"`{item}`" for item in record["overrides"])
+    from her_wrap.runs.experiments import variant_budget
+
+    budget = variant_budget(record.get("variant"))
+    changes = [*record.get("overrides", ()), *([f"-n {budget}"] if budget is not None else [])]
+    if changes:
+        recipe += " with " + ", ".join(f"`{item}`" for item in changes)
     return recipe
 
 

@@ -402,3 +402,44 @@ def test_a_stopped_runs_checkpoint_is_loaded_and_evaluated_on_fresh_episodes(
     assert evaluated == [("FetchPush-v4", 3)]
     assert record["checkpoint"]["timesteps"] == 20_000 and record["checkpoint"]["success"] == 0.5
     assert "--load-checkpoint 20000 -n 100" in record["checkpoint"]["command"]
+
+
+def test_every_manipulation_row_trains_its_shipped_entry_for_the_entrys_own_budget() -> None:
+    """``her-wrap train --env ID`` and a row's command train for the same env steps."""
+    for name, task in experiments.ENTRY_TASKS.items():
+        shipped = load_run_config(task.config_path(), task.env_id)
+        assert task.steps == shipped.n_timesteps, f"{name}: rows run {task.steps}, the entry {shipped.n_timesteps}"
+
+
+def test_a_budget_variant_sets_the_env_steps_and_nothing_else() -> None:
+    assert experiments.variant_budget("budget-1m") == 1_000_000
+    assert experiments.variant_budget("no-grasp-start+budget-1.5m") == 1_500_000
+    assert experiments.variant_budget("budget-800k") == 800_000
+    assert experiments.variant_budget("td3") is None and experiments.variant_budget(None) is None
+    assert experiments.variant_overrides("no-grasp-start+budget-1.5m") == experiments.VARIANTS["no-grasp-start"]
+    task = experiments.ENTRY_TASKS["fetch-pick-and-place-ddpg"]
+    assert task.with_variant("budget-1m").steps == 1_000_000 and task.with_variant("td3") is task
+    arguments = task.with_variant("budget-1m").train_arguments(0)
+    assert arguments[arguments.index("-n") + 1] == "1000000" and "-params" not in arguments
+    assert experiments.variant_argument("budget-1m+td3") == "budget-1m+td3"
+
+
+def test_two_budgets_or_a_budget_of_nothing_are_refused() -> None:
+    with pytest.raises(UsageError, match="sets the budget twice"):
+        experiments.variant_budget("budget-1m+budget-2m")
+    with pytest.raises(UsageError, match="no env steps"):
+        experiments.variant_budget("budget-0k")
+    with pytest.raises(UsageError, match="budget-N"):
+        experiments.variant_overrides("budget-1g")
+
+
+def test_a_run_of_another_budget_is_taken_only_with_its_budget_variant(tmp_path: pathlib.Path) -> None:
+    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    run_dir = fake_run(tmp_path, shipped_entry(1_000_000))
+    with pytest.raises(UsageError, match=f"n_timesteps is 1000000, the task's is {task.steps}"):
+        experiments.check_shipped_entry(task, run_dir)
+    experiments.check_shipped_entry(task.with_variant("budget-1m"), run_dir)
+    record = {**entry_record(0, [0.1, 0.5, 0.9], 0.9), "variant": "budget-1m", "overrides": []}
+    assert results.recipe_name(record) == "HER(DDPG), `configs/her.yml` with `-n 1000000`"
+    # not the shipped entry: the README table, which shows the shipped entry's seeds, has no row for it
+    assert results.readme_table({"fetch-push-ddpg+budget-1m": [record]}).count("\n") == 1
