@@ -408,7 +408,9 @@ def test_every_manipulation_row_trains_its_shipped_entry_for_the_entrys_own_budg
     """``her-wrap train --env ID`` and a row's command train for the same env steps."""
     for name, task in experiments.ENTRY_TASKS.items():
         shipped = load_run_config(task.config_path(), task.env_id)
-        assert task.steps == shipped.n_timesteps, f"{name}: rows run {task.steps}, the entry {shipped.n_timesteps}"
+        assert task.steps == shipped.n_timesteps, (
+            f"{name}: rows run {task.steps}, the entry {shipped.n_timesteps}"
+        )
 
 
 def test_a_budget_variant_sets_the_env_steps_and_nothing_else() -> None:
@@ -416,7 +418,9 @@ def test_a_budget_variant_sets_the_env_steps_and_nothing_else() -> None:
     assert experiments.variant_budget("no-grasp-start+budget-1.5m") == 1_500_000
     assert experiments.variant_budget("budget-800k") == 800_000
     assert experiments.variant_budget("td3") is None and experiments.variant_budget(None) is None
-    assert experiments.variant_overrides("no-grasp-start+budget-1.5m") == experiments.VARIANTS["no-grasp-start"]
+    assert (
+        experiments.variant_overrides("no-grasp-start+budget-1.5m") == experiments.VARIANTS["no-grasp-start"]
+    )
     task = experiments.ENTRY_TASKS["fetch-pick-and-place-ddpg"]
     assert task.with_variant("budget-1m").steps == 1_000_000 and task.with_variant("td3") is task
     arguments = task.with_variant("budget-1m").train_arguments(0)
