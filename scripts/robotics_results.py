@@ -25,7 +25,7 @@ tables of ``docs/robotics.md`` and PNG curves. Three kinds of task:
   file of ``docs/experiments/``::
 
     python scripts/robotics_results.py stopped fetch-pick-and-place-ddpg logs/her/FetchPickAndPlace-v4_2 \
-        --checkpoint 600000 --out docs/experiments/fetch_pick_and_place_seed0.json
+        --checkpoint 300000 --out docs/experiments/fetch_pick_and_place_seed0.json
 
 - references: stable-baselines3's own learner and ``HerReplayBuffer`` with rl-baselines3-zoo's entry for
   the same task (read from the installed ``rl_zoo3`` package), for a wall-clock budget::
