@@ -240,9 +240,7 @@ def variant_budget(variant: str | None) -> int | None:
     :raises UsageError: for two parts that both set the budget
     """
     budgets = [steps for name in (variant or "").split("+") if (steps := _budget_of(name)) is not None]
-    if len(budgets) > 1:
-        raise UsageError(f"variant {variant!r} sets the budget twice; join at most one budget-N part")
-    return budgets[0] if budgets else None
+    return _at_most_one(variant, budgets, "budget", "budget-N part")
 
 
 def variant_workers(variant: str | None) -> int:
@@ -251,9 +249,18 @@ def variant_workers(variant: str | None) -> int:
     :raises UsageError: for two parts that both set the workers
     """
     counts = [VARIANT_WORKERS[name] for name in (variant or "").split("+") if name in VARIANT_WORKERS]
-    if len(counts) > 1:
-        raise UsageError(f"variant {variant!r} sets the workers twice; join at most one workers-N variant")
-    return counts[0] if counts else 1
+    workers = _at_most_one(variant, counts, "workers", "workers-N variant")
+    return 1 if workers is None else workers
+
+
+def _at_most_one(variant: str | None, values: list[int], setting: str, part: str) -> int | None:
+    """The one value that the parts of ``variant`` give ``setting``, None when none does.
+
+    :raises UsageError: for two parts that both set it
+    """
+    if len(values) > 1:
+        raise UsageError(f"variant {variant!r} sets the {setting} twice; join at most one {part}")
+    return values[0] if values else None
 
 
 def variant_argument(text: str) -> str:
