@@ -17,16 +17,17 @@
   for 1, 2, 8, 16 and 64 workers, in both regimes: total batch kept, and the HER paper's (each worker the
   whole recipe); first with the joint all-reduce her_wrap makes, then with one all-reduce per optimizer;
 - throughput (``--parts throughput``): ``her-wrap train`` with the shipped entry, ``--throughput-steps``
-  env steps in all, as 1 worker x 2 threads and as 2 workers x 1 thread with the per-worker batch, envs and
-  ``learning_starts`` halved (the same total batch, env steps per update and random steps); env steps per
-  second of training time (``train_seconds`` of the run's last evaluation: evaluations left out), and
-  their ratio.
+  env steps in all, as 1 worker x 2 threads, as 2 workers x 1 thread with the per-worker batch, envs and
+  ``learning_starts`` halved (the same total batch, env steps per update and random steps), and as 2 workers
+  that each keep the entry's 2 envs with ``train_freq`` halved instead of the envs (the same again); env
+  steps per second of training time (``train_seconds`` of the run's last evaluation: evaluations left
+  out), and each one's ratio to the first; ``--throughput-rounds`` repeats the three in turn.
 
 Usage::
 
     python scripts/measure_scaling.py                       # prints a Markdown table
     python scripts/measure_scaling.py --batch-sizes 1024 2048 --threads 1 2 --steps 40
-    python scripts/measure_scaling.py --parts throughput --throughput-steps 20000
+    python scripts/measure_scaling.py --parts throughput --throughput-steps 20000 --throughput-rounds 2
 """
 
 from __future__ import annotations
@@ -310,6 +311,12 @@ THROUGHPUT_RUNS = (
         ["--workers", "2", "--n-envs", "1", "-params", "batch_size:1024", "learning_starts:500"],
         2,
     ),
+    # The same data per update, each worker stepping the entry's 2 envs for half as many steps per cycle.
+    (
+        "2 workers x 1 thread, 2 envs each",
+        ["--workers", "2", "-params", "batch_size:1024", "learning_starts:500", "train_freq:[125,step]"],
+        2,
+    ),
 )
 
 
@@ -323,7 +330,7 @@ def throughput_command(total_steps: int, extra: list[str], workers: int) -> list
 
 
 def throughput(total_steps: int) -> list[tuple[str, str, float]]:
-    """Env steps per training second of each run of :data:`THROUGHPUT_RUNS`: (label, command, rate)."""
+    """Env steps per training second of each run of :data:`THROUGHPUT_RUNS`, in turn: (label, command, rate)."""
     rows = []
     for label, extra, workers in THROUGHPUT_RUNS:
         command = throughput_command(total_steps, extra, workers)
@@ -357,6 +364,12 @@ def main() -> None:
     parser.add_argument(
         "--throughput-steps", type=int, default=20_000, help="env steps in all of each throughput run"
     )
+    parser.add_argument(
+        "--throughput-rounds",
+        type=int,
+        default=1,
+        help="times to run the throughput comparison, its runs in turn each time (the host's speed drifts)",
+    )
     parser.add_argument("--env-steps", type=int, default=2000, help="env steps timed for the model's t_env")
     parser.add_argument(
         "--steps-to-goal",
@@ -372,12 +385,18 @@ def main() -> None:
     if "corun" in args.parts:
         print_corun(args)
     if "throughput" in args.parts:
-        rows = throughput(args.throughput_steps)
-        print("\n| run | command | env steps / s |\n|---|---|---:|")
-        for label, command, rate in rows:
-            print(f"| {label} | `{command}` | {rate:.1f} |")
-        print(f"\n2 workers / 1 worker: {rows[1][2] / rows[0][2]:.2f}x")
+        print_throughput(args.throughput_steps, args.throughput_rounds)
     print(f"\nload average after: {os.getloadavg()}")
+
+
+def print_throughput(total_steps: int, rounds: int) -> None:
+    """Each round's env steps per second of every run, and each 2-worker run's ratio to the 1-worker one."""
+    for round_index in range(rounds):
+        rows = throughput(total_steps)
+        print(f"\nRound {round_index + 1} of {rounds}\n\n| run | command | env steps / s | ratio |")
+        print("|---|---|---:|---:|")
+        for label, command, rate in rows:
+            print(f"| {label} | `{command}` | {rate:.1f} | {rate / rows[0][2]:.2f}x |")
 
 
 def print_costs(args: argparse.Namespace) -> None:

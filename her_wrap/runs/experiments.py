@@ -146,6 +146,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # min(path, 0.1 m), so an episode that pushed the block 10 cm or more is drawn 11x as often as one that
     # never touched it.
     "movement": ("her.movement_clip:0.1", "her.movement_floor:0.01"),
+    # Sharper movement weights: 0.001 + min(path, 0.1 m), so an episode that pushed the block 10 cm or more is
+    # drawn 101x as often as one that never touched it (FetchPush's entry: 11x).
+    "movement-floor-0.001": ("her.movement_clip:0.1", "her.movement_floor:0.001"),
     # Uniform draws: the FetchPush entry before it took the movement weights.
     "no-movement": UNIFORM_DRAWS,
     # Every training episode starts as the task does: the FetchPickAndPlace entry before it took
@@ -155,6 +158,10 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # worker steps 1 env and samples 1024 rows, so a cycle is still 500 env steps in all and a gradient step
     # still averages 2048 rows.
     "workers-2": ("n_envs:1", "batch_size:1024", "learning_starts:500"),
+    # The same data per update as workers-2, each worker stepping the entry's 2 envs in lockstep for half
+    # as many steps per cycle (train_freq 125 x 2 envs x 2 workers = 500 env steps): one exploration
+    # forward pass and one pass of the collection loop per 2 env steps, as in one worker.
+    "workers-2-envs-2": ("batch_size:1024", "learning_starts:500", "train_freq:[125,step]"),
     # Two workers that each keep the whole recipe, as in the HER paper's regime: a cycle gathers 2 x 500 env
     # steps for the same 20 gradient steps, each averaging 2 x 2048 rows (half the updates per env step on
     # twice the batch).
@@ -162,7 +169,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 }
 
 #: The variants that train on several workers (``her-wrap train --workers N``), by name: N.
-VARIANT_WORKERS: dict[str, int] = {"workers-2": 2, "workers-2-paper": 2}
+VARIANT_WORKERS: dict[str, int] = {"workers-2": 2, "workers-2-envs-2": 2, "workers-2-paper": 2}
 
 
 @dataclass(frozen=True)

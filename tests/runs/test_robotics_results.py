@@ -114,6 +114,7 @@ def test_fetch_push_ships_8_relabeled_goals_and_the_other_manipulation_tasks_4()
         ("wide-512", lambda config: config.learner_kwargs["policy_kwargs"]["net_arch"] == [512, 512, 512]),
         ("n-sampled-goal-4", lambda config: config.hindsight.n_sampled_goal == 4),
         ("grasp-start", lambda config: config.grasp_start == 0.5),
+        ("movement-floor-0.001", lambda config: config.hindsight.movement_floor == 0.001),
         # priorities replace FetchPush's movement weights (both set how often a transition is drawn)
         ("per", lambda config: config.hindsight.prioritized and config.hindsight.movement_clip is None),
     ],
@@ -196,6 +197,21 @@ def test_a_workers_variant_keeps_the_entry_or_changes_it_and_always_sets_the_wor
     assert experiments.VARIANT_WORKERS and set(experiments.VARIANT_WORKERS) <= set(experiments.VARIANTS)
     assert experiments.variant_overrides("workers-2-paper") == ()
     assert experiments.variant_workers("workers-2-paper") == 2
+
+
+@pytest.mark.parametrize("variant", ["workers-2", "workers-2-envs-2"])
+def test_a_two_worker_variant_keeps_the_entrys_env_steps_and_rows_per_gradient_step(variant: str) -> None:
+    def per_update(config: Any, workers: int) -> tuple[int, int]:
+        frequency, unit = config.learner_kwargs["train_freq"]
+        assert unit == "step"
+        env_steps = frequency * config.n_envs * workers
+        return env_steps // config.learner_kwargs["gradient_steps"], config.learner_kwargs["batch_size"] * workers
+
+    shipped = load_run_config(default_config_path(), "FetchPush-v4")
+    split = load_run_config(default_config_path(), "FetchPush-v4", overrides=experiments.VARIANTS[variant])
+    workers = experiments.variant_workers(variant)
+    assert workers == 2 and per_update(split, workers) == per_update(shipped, 1) == (25, 2048)
+    assert split.learner_kwargs["learning_starts"] * workers == shipped.learner_kwargs["learning_starts"]
 
 
 def test_a_curve_of_several_workers_counts_every_workers_env_steps(tmp_path: pathlib.Path) -> None:
