@@ -205,7 +205,9 @@ def test_a_two_worker_variant_keeps_the_entrys_env_steps_and_rows_per_gradient_s
         frequency, unit = config.learner_kwargs["train_freq"]
         assert unit == "step"
         env_steps = frequency * config.n_envs * workers
-        return env_steps // config.learner_kwargs["gradient_steps"], config.learner_kwargs["batch_size"] * workers
+        return env_steps // config.learner_kwargs["gradient_steps"], config.learner_kwargs[
+            "batch_size"
+        ] * workers
 
     shipped = load_run_config(default_config_path(), "FetchPush-v4")
     split = load_run_config(default_config_path(), "FetchPush-v4", overrides=experiments.VARIANTS[variant])
