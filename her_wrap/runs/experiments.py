@@ -131,6 +131,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # gradient steps per env step halve (quarter).
     "envs-4": ("n_envs:4",),
     "envs-8": ("n_envs:8",),
+    # An L2 penalty of 0.01 on the actor's actions instead of 1.0 (mrl's FetchSlide recipe): a slide needs a
+    # hard hit, which the penalty of 1.0 may hold back.
+    "action-l2-0.01": ("her.action_l2:0.01",),
     # Gaussian exploration noise of std 0.1 instead of 0.2.
     "noise-0.1": ("noise_std:0.1",),
     # 20% random actions instead of 30%.

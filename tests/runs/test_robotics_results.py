@@ -115,6 +115,7 @@ def test_fetch_push_ships_8_relabeled_goals_and_the_other_manipulation_tasks_4()
         ("n-sampled-goal-4", lambda config: config.hindsight.n_sampled_goal == 4),
         ("grasp-start", lambda config: config.grasp_start == 0.5),
         ("movement-floor-0.001", lambda config: config.hindsight.movement_floor == 0.001),
+        ("action-l2-0.01", lambda config: config.her["action_l2"] == 0.01),
         # priorities replace FetchPush's movement weights (both set how often a transition is drawn)
         ("per", lambda config: config.hindsight.prioritized and config.hindsight.movement_clip is None),
     ],
