@@ -201,20 +201,18 @@ def test_a_workers_variant_keeps_the_entry_or_changes_it_and_always_sets_the_wor
 
 
 @pytest.mark.parametrize("variant", ["workers-2", "workers-2-envs-2"])
-def test_a_two_worker_variant_keeps_the_entrys_env_steps_and_rows_per_gradient_step(variant: str) -> None:
-    def per_update(config: Any, workers: int) -> tuple[int, int]:
-        frequency, unit = config.learner_kwargs["train_freq"]
+def test_a_two_worker_variant_keeps_the_entrys_env_steps_rows_and_random_steps_per_update(variant: str) -> None:
+    def per_update(config: Any, workers: int) -> tuple[int, int, int]:
+        learner = config.learner_kwargs
+        frequency, unit = learner["train_freq"]
         assert unit == "step"
-        env_steps = frequency * config.n_envs * workers
-        return env_steps // config.learner_kwargs["gradient_steps"], config.learner_kwargs[
-            "batch_size"
-        ] * workers
+        env_steps = frequency * config.n_envs * workers // learner["gradient_steps"]
+        return env_steps, learner["batch_size"] * workers, learner["learning_starts"] * workers
 
     shipped = load_run_config(default_config_path(), "FetchPush-v4")
     split = load_run_config(default_config_path(), "FetchPush-v4", overrides=experiments.VARIANTS[variant])
     workers = experiments.variant_workers(variant)
-    assert workers == 2 and per_update(split, workers) == per_update(shipped, 1) == (25, 2048)
-    assert split.learner_kwargs["learning_starts"] * workers == shipped.learner_kwargs["learning_starts"]
+    assert workers == 2 and per_update(split, workers) == per_update(shipped, 1) == (25, 2048, 1000)
 
 
 def test_a_curve_of_several_workers_counts_every_workers_env_steps(tmp_path: pathlib.Path) -> None:
