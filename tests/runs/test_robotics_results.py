@@ -201,7 +201,9 @@ def test_a_workers_variant_keeps_the_entry_or_changes_it_and_always_sets_the_wor
 
 
 @pytest.mark.parametrize("variant", ["workers-2", "workers-2-envs-2"])
-def test_a_two_worker_variant_keeps_the_entrys_env_steps_rows_and_random_steps_per_update(variant: str) -> None:
+def test_a_two_worker_variant_keeps_the_entrys_env_steps_rows_and_random_steps_per_update(
+    variant: str,
+) -> None:
     def per_update(config: Any, workers: int) -> tuple[int, int, int]:
         learner = config.learner_kwargs
         frequency, unit = learner["train_freq"]
