@@ -303,21 +303,22 @@ def print_corun(args: argparse.Namespace) -> None:
         print(f"| process {index + 1} of 2 at once | {1000 * seconds:.1f} | {seconds / alone:.2f}x |")
 
 
-#: The two runs of the throughput comparison: label, extra ``her-wrap train`` options, workers.
-THROUGHPUT_RUNS = (
-    ("1 worker x 2 threads", ["--num-threads", "2"], 1),
-    (
-        "2 workers x 1 thread",
-        ["--workers", "2", "--n-envs", "1", "-params", "batch_size:1024", "learning_starts:500"],
-        2,
-    ),
-    # The same data per update, each worker stepping the entry's 2 envs for half as many steps per cycle.
-    (
-        "2 workers x 1 thread, 2 envs each",
-        ["--workers", "2", "-params", "batch_size:1024", "learning_starts:500", "train_freq:[125,step]"],
-        2,
-    ),
-)
+def throughput_runs() -> list[tuple[str, list[str], int]]:
+    """The runs of the throughput comparison: label, extra ``her-wrap train`` options, workers.
+
+    The 2-worker runs are the manipulation rows' workers variants (``scripts/robotics_results.py``), which
+    keep the entry's env steps, rows and random steps per gradient step.
+    """
+    from her_wrap.runs.experiments import VARIANT_WORKERS, VARIANTS
+
+    runs = [("1 worker x 2 threads", ["--num-threads", "2"], 1)]
+    for label, variant in (
+        ("2 workers x 1 thread", "workers-2"),
+        ("2 workers x 1 thread, 2 envs each", "workers-2-envs-2"),
+    ):
+        workers = VARIANT_WORKERS[variant]
+        runs.append((label, ["--workers", str(workers), "-params", *VARIANTS[variant]], workers))
+    return runs
 
 
 def throughput_command(total_steps: int, extra: list[str], workers: int) -> list[str]:
@@ -330,9 +331,9 @@ def throughput_command(total_steps: int, extra: list[str], workers: int) -> list
 
 
 def throughput(total_steps: int) -> list[tuple[str, str, float]]:
-    """Env steps per training second of each run of :data:`THROUGHPUT_RUNS`, in turn: (label, command, rate)."""
+    """Env steps per training second of each run of :func:`throughput_runs`, in turn: (label, command, rate)."""
     rows = []
-    for label, extra, workers in THROUGHPUT_RUNS:
+    for label, extra, workers in throughput_runs():
         command = throughput_command(total_steps, extra, workers)
         with tempfile.TemporaryDirectory() as folder:
             runner = [sys.executable, "-m", "her_wrap.runs.cli", *command[1:], "-f", folder]

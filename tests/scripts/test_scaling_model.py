@@ -103,19 +103,12 @@ def test_fit_leaves_the_joint_figure_out(measure_scaling) -> None:
 def test_every_throughput_run_keeps_the_entrys_env_steps_rows_and_random_steps_per_update(
     measure_scaling,
 ) -> None:
-    from her_wrap.runs.arguments import default_config_path
-    from her_wrap.runs.config import load_run_config
+    from her_wrap.runs.experiments import VARIANT_WORKERS, VARIANTS
 
-    def per_update(extra: list[str], workers: int) -> tuple[float, int, int]:
-        params = extra[extra.index("-params") + 1 :] if "-params" in extra else []
-        config = load_run_config(default_config_path(), measure_scaling.ENV_ID, overrides=params)
-        n_envs = int(extra[extra.index("--n-envs") + 1]) if "--n-envs" in extra else config.n_envs
-        learner = config.learner_kwargs
-        frequency, unit = learner["train_freq"]
-        assert unit == "step"
-        env_steps = frequency * n_envs * workers / learner["gradient_steps"]
-        return env_steps, learner["batch_size"] * workers, learner["learning_starts"] * workers
-
-    runs = measure_scaling.THROUGHPUT_RUNS
-    assert [workers for _, _, workers in runs] == [1, 2, 2]
-    assert len({per_update(extra, workers) for _, extra, workers in runs}) == 1
+    # The 2-worker runs are the variants whose data per update tests/runs/test_robotics_results.py holds
+    # equal to the entry's (env steps, rows and random steps per gradient step).
+    (_, extra, workers), *split = measure_scaling.throughput_runs()
+    assert workers == 1 and "-params" not in extra
+    ran = [(workers, tuple(extra[extra.index("-params") + 1 :])) for _, extra, workers in split]
+    variants = ["workers-2", "workers-2-envs-2"]
+    assert ran == [(VARIANT_WORKERS[name], VARIANTS[name]) for name in variants]
