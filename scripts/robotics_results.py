@@ -32,6 +32,11 @@ tables of ``docs/robotics.md`` and PNG curves. Three kinds of task:
 
     python scripts/robotics_results.py run fetch-push-zoo-tqc --seeds 0 --minutes 30
 
+``budget`` evaluates the checkpoints of a row's recorded seeds at smaller budgets (what a shorter
+``n_timesteps`` would have given, each seed on 100 fresh episodes)::
+
+    python scripts/robotics_results.py budget fetch-push-ddpg --steps 400000 500000
+
 ``python scripts/robotics_results.py report --write`` rewrites the tables and figures.
 """
 
@@ -62,6 +67,8 @@ from her_wrap.runs.experiments import (
     REFERENCE_TASKS,
     VARIANTS,
     ReferenceTask,
+    budget_record,
+    budget_table,
     final_success,
     record_entry_run,
     run_entry,
@@ -260,6 +267,17 @@ def command_stopped(args: argparse.Namespace) -> None:
     print(f"wrote the curve of {args.run_dir} (stopped at {record['stopped_at']} env steps) to {args.out}")
 
 
+def command_budget(args: argparse.Namespace) -> None:
+    label = record_label(args.task, args.variant)
+    records = group_records(load_results(args.results)).get(label, [])
+    record = budget_record(args.task, records, args.steps, args.variant)
+    print(budget_table(record))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(record, indent=1) + "\n")
+        print(f"wrote {args.out}")
+
+
 def run_preset(args: argparse.Namespace, task: Task, seed: int) -> dict[str, Any]:
     settings = settings_with(task.settings, args.set)
     steps = args.steps or task.steps
@@ -405,6 +423,22 @@ def main() -> None:
     )
     stopped.add_argument("--note", default=None, help="why the run stopped, what shared the machine")
     stopped.set_defaults(handler=command_stopped)
+    budget = commands.add_parser(
+        "budget",
+        help="what smaller budgets would have given: every recorded seed of a manipulation row, its "
+        "checkpoints at these env steps on 100 fresh episodes, with the training minutes to each",
+    )
+    budget.add_argument("task", choices=sorted(ENTRY_TASKS))
+    budget.add_argument(
+        "--steps",
+        type=int,
+        nargs="+",
+        required=True,
+        help="env steps of all workers, at checkpoints of the runs",
+    )
+    budget.add_argument("--variant", type=variant_argument, default=None, help="the row's change")
+    budget.add_argument("--out", type=pathlib.Path, default=None, help="a JSON file to write")
+    budget.set_defaults(handler=command_budget)
     report = commands.add_parser("report", help="print the results tables and write PNG curves under docs/")
     report.add_argument(
         "--write", action="store_true", help="replace the tables in docs/robotics.md and README.md"

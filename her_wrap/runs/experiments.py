@@ -429,10 +429,6 @@ def stopped_run_record(
     :raises UsageError: when the run is not the task's command (:func:`check_shipped_entry`), or has no
         checkpoint at ``checkpoint`` (the ones it has are named)
     """
-    from her_wrap.envs.registry import make_goal_env
-    from her_wrap.runs.checkpoints import checkpoint_model_path
-    from her_wrap.sb3.her import HER
-
     task = task.with_variant(variant)
     overrides, workers = variant_overrides(variant), variant_workers(variant)
     layout, args = check_shipped_entry(task, run_dir, overrides, workers)
@@ -452,16 +448,123 @@ def stopped_run_record(
     if note:
         record["note"] = note
     if checkpoint is not None:
-        model_path = checkpoint_model_path(layout.run_dir, checkpoint)
-        model = HER.load(str(model_path), env=make_goal_env(task.env_id), device="cpu")
-        record["checkpoint"] = {
-            "timesteps": checkpoint * workers,
-            "success": final_success(model, task.env_id, seed),
-            "episodes": FINAL_EPISODES,
-            "command": f"her-wrap enjoy --env {task.env_id} -f LOGS --exp-id K --load-checkpoint {checkpoint} "
-            f"-n {FINAL_EPISODES}",
-        }
+        record["checkpoint"] = checkpoint_success(task, layout, seed, checkpoint, workers)
     return record
+
+
+def checkpoint_success(
+    task: EntryTask, layout: RunLayout, seed: int, checkpoint: int, workers: int = 1
+) -> dict[str, Any]:
+    """The greedy success of a run's checkpoint on :data:`FINAL_EPISODES` fresh episodes (the episodes of a
+    final agent's figure), with the env steps (all workers') and training seconds at which it was saved.
+
+    :param checkpoint: env steps of the checkpoint, one worker's (as ``--save-freq`` counts them)
+    :raises UsageError: when the run folder has no checkpoint there (the ones it has are named)
+    """
+    from her_wrap.envs.registry import make_goal_env
+    from her_wrap.runs.checkpoints import checkpoint_model_path
+    from her_wrap.sb3.her import HER
+
+    model_path = checkpoint_model_path(layout.run_dir, checkpoint)
+    model = HER.load(str(model_path), env=make_goal_env(task.env_id), device="cpu")
+    steps, _, seconds = entry_curve(layout.evaluations_path, workers)
+    at = dict(zip(steps, seconds, strict=True)).get(checkpoint * workers)
+    return {
+        "timesteps": checkpoint * workers,
+        "success": final_success(model, task.env_id, seed),
+        "episodes": FINAL_EPISODES,
+        "train_seconds": at,
+        "command": f"her-wrap enjoy --env {task.env_id} -f LOGS --exp-id K --load-checkpoint {checkpoint} "
+        f"-n {FINAL_EPISODES}",
+    }
+
+
+def budget_record(
+    task_name: str, records: list[dict[str, Any]], budgets: list[int], variant: str | None = None
+) -> dict[str, Any]:
+    """What smaller budgets would have given on every recorded seed of a row: each seed's checkpoints at
+    ``budgets`` env steps on :data:`FINAL_EPISODES` fresh episodes, beside its final agent.
+
+    A checkpoint is saved at the last env step of a training cycle, before that cycle's gradient steps, so
+    a run with that budget would end one cycle of updates later; the entry has no schedule that reads the
+    budget, so everything before is the same run (a seed's run is deterministic on one machine).
+
+    :param records: the row's records (``record`` or ``run`` of the same task and variant), each naming the
+        run folder it came from
+    :param budgets: env steps of all workers, each a multiple of the row's checkpoint interval
+    :raises UsageError: when there is no record, a run folder is gone or is not the row's command, or a
+        budget is not one of its checkpoints
+    """
+    if not records:
+        raise UsageError(
+            f"no recorded seed of {task_name}{'+' + variant if variant else ''}: run or record some first"
+        )
+    task = ENTRY_TASKS[task_name].with_variant(variant)
+    overrides, workers = variant_overrides(variant), variant_workers(variant)
+    seeds = []
+    for record in records:
+        run_dir = Path(record["run_dir"])
+        if not run_dir.is_dir():
+            raise UsageError(
+                f"seed {record['seed']}: its run folder {run_dir} is gone; record the row again from a copy"
+            )
+        layout, args = check_shipped_entry(task, run_dir, overrides, workers)
+        if int(args["seed"]) != int(record["seed"]):
+            raise UsageError(
+                f"the record of seed {record['seed']} names {run_dir}, a run of seed {args['seed']}"
+            )
+        checkpoints = []
+        for budget in budgets:
+            if budget % workers:
+                raise UsageError(f"budget {budget} is not a multiple of the {workers} workers")
+            checkpoints.append(
+                checkpoint_success(task, layout, int(record["seed"]), budget // workers, workers)
+            )
+        seeds.append(
+            {
+                "seed": record["seed"],
+                "run_dir": str(run_dir),
+                "checkpoints": checkpoints,
+                "final": {
+                    "timesteps": record["steps"],
+                    "success": record["final_success"],
+                    "train_seconds": record["train_seconds"],
+                },
+            }
+        )
+    return {
+        "task": task_name,
+        "env_id": task.env_id,
+        "variant": variant,
+        "budgets": budgets,
+        "seeds": seeds,
+        "command": f"python scripts/robotics_results.py budget {task_name} --steps {' '.join(map(str, budgets))}"
+        + (f" --variant {variant}" if variant else ""),
+    }
+
+
+def budget_table(record: dict[str, Any]) -> str:
+    """A Markdown table of :func:`budget_record`: per seed, the greedy success and training minutes at each
+    budget and at the row's own."""
+    finals = {seed["final"]["timesteps"] for seed in record["seeds"]}
+    columns = [*record["budgets"], *sorted(finals)]
+    header = "| seed | " + " | ".join(f"{steps // 1000}k: success (minutes)" for steps in columns) + " |"
+    lines = [header, "|---:|" + "---:|" * len(columns)]
+    by_steps: dict[int, list[float]] = {steps: [] for steps in columns}
+    for seed in record["seeds"]:
+        cells = {point["timesteps"]: point for point in [*seed["checkpoints"], seed["final"]]}
+        row = []
+        for steps in columns:
+            point = cells.get(steps)
+            if point is None:
+                row.append("")
+                continue
+            by_steps[steps].append(point["success"])
+            seconds = point["train_seconds"]
+            row.append(f"{point['success']:.2f} ({'-' if seconds is None else f'{seconds / 60:.0f}'})")
+        lines.append(f"| {seed['seed']} | " + " | ".join(row) + " |")
+    lines.append("| worst | " + " | ".join(f"{min(by_steps[steps]):.2f}" for steps in columns) + " |")
+    return "\n".join(lines)
 
 
 def run_entry(

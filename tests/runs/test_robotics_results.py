@@ -423,6 +423,60 @@ def test_a_stopped_runs_checkpoint_is_loaded_and_evaluated_on_fresh_episodes(
     assert "--load-checkpoint 20000 -n 100" in record["checkpoint"]["command"]
 
 
+def _recorded(run_dir: pathlib.Path, seed: int = 3) -> dict[str, Any]:
+    """A row's record of ``run_dir`` as ``record`` writes it (the fields a budget reads)."""
+    return {
+        "seed": seed,
+        "run_dir": str(run_dir),
+        "steps": 600_000,
+        "final_success": 0.97,
+        "train_seconds": 3000.0,
+    }
+
+
+def test_a_budget_evaluates_every_recorded_seeds_checkpoint_beside_its_final_agent(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from her_wrap import HER
+
+    run_dir = _stopped_run(tmp_path, None)
+    HER("MultiInputPolicy", "FetchPush-v4", "ddpg", policy_kwargs=dict(net_arch=[8])).save(
+        run_dir / "rl_model_40000_steps.zip"
+    )
+    evaluated: list[tuple[int, int]] = []
+
+    def success(model: Any, env_id: str, seed: int) -> float:
+        evaluated.append((model.model.policy.actor.mu[0].out_features, seed))
+        return 0.5
+
+    monkeypatch.setattr(experiments, "final_success", success)
+    record = experiments.budget_record("fetch-push-ddpg", [_recorded(run_dir)], [40_000])
+    assert evaluated == [(8, 3)]
+    (seed,) = record["seeds"]
+    assert seed["checkpoints"][0]["timesteps"] == 40_000 and seed["checkpoints"][0]["success"] == 0.5
+    # The training seconds of the checkpoint are the curve's at its env steps.
+    assert seed["checkpoints"][0]["train_seconds"] == 101.0
+    assert seed["final"] == {"timesteps": 600_000, "success": 0.97, "train_seconds": 3000.0}
+    assert record["command"] == "python scripts/robotics_results.py budget fetch-push-ddpg --steps 40000"
+    assert experiments.budget_table(record).splitlines()[2:] == [
+        "| 3 | 0.50 (2) | 0.97 (50) |",
+        "| worst | 0.50 | 0.97 |",
+    ]
+
+
+def test_a_budget_names_what_is_missing(tmp_path: pathlib.Path) -> None:
+    run_dir = _stopped_run(tmp_path, None)
+    (run_dir / "rl_model_20000_steps.zip").write_bytes(b"")
+    with pytest.raises(UsageError, match="no recorded seed of fetch-push-ddpg\\+td3"):
+        experiments.budget_record("fetch-push-ddpg", [], [20_000], "td3")
+    with pytest.raises(UsageError, match="is gone"):
+        experiments.budget_record("fetch-push-ddpg", [_recorded(tmp_path / "elsewhere")], [20_000])
+    with pytest.raises(UsageError, match="a run of seed 3"):
+        experiments.budget_record("fetch-push-ddpg", [_recorded(run_dir, seed=4)], [20_000])
+    with pytest.raises(UsageError, match=r"no checkpoint at 40000 steps; checkpoints: 20000$"):
+        experiments.budget_record("fetch-push-ddpg", [_recorded(run_dir)], [40_000])
+
+
 def test_every_manipulation_row_trains_its_shipped_entry_for_the_entrys_own_budget() -> None:
     """``her-wrap train --env ID`` and a row's command train for the same env steps."""
     for name, task in experiments.ENTRY_TASKS.items():
