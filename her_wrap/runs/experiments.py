@@ -448,17 +448,25 @@ def stopped_run_record(
     if note:
         record["note"] = note
     if checkpoint is not None:
-        record["checkpoint"] = checkpoint_success(task, layout, seed, checkpoint, workers)
+        seconds_at = dict(zip(steps, seconds, strict=True))
+        record["checkpoint"] = checkpoint_success(task, layout, seed, checkpoint, workers, seconds_at)
     return record
 
 
 def checkpoint_success(
-    task: EntryTask, layout: RunLayout, seed: int, checkpoint: int, workers: int = 1
+    task: EntryTask,
+    layout: RunLayout,
+    seed: int,
+    checkpoint: int,
+    workers: int,
+    seconds_at: dict[int, float],
 ) -> dict[str, Any]:
     """The greedy success of a run's checkpoint on :data:`FINAL_EPISODES` fresh episodes (the episodes of a
     final agent's figure), with the env steps (all workers') and training seconds at which it was saved.
 
     :param checkpoint: env steps of the checkpoint, one worker's (as ``--save-freq`` counts them)
+    :param seconds_at: the run's training seconds by env steps of all workers (its curve,
+        :func:`entry_curve`); none when the checkpoint is no point of it
     :raises UsageError: when the run folder has no checkpoint there (the ones it has are named)
     """
     from her_wrap.envs.registry import make_goal_env
@@ -467,13 +475,11 @@ def checkpoint_success(
 
     model_path = checkpoint_model_path(layout.run_dir, checkpoint)
     model = HER.load(str(model_path), env=make_goal_env(task.env_id), device="cpu")
-    steps, _, seconds = entry_curve(layout.evaluations_path, workers)
-    at = dict(zip(steps, seconds, strict=True)).get(checkpoint * workers)
     return {
         "timesteps": checkpoint * workers,
         "success": final_success(model, task.env_id, seed),
         "episodes": FINAL_EPISODES,
-        "train_seconds": at,
+        "train_seconds": seconds_at.get(checkpoint * workers),
         "command": f"her-wrap enjoy --env {task.env_id} -f LOGS --exp-id K --load-checkpoint {checkpoint} "
         f"-n {FINAL_EPISODES}",
     }
@@ -499,9 +505,15 @@ def budget_record(
         raise UsageError(
             f"no recorded seed of {task_name}{'+' + variant if variant else ''}: run or record some first"
         )
+    from her_wrap.runs.checkpoints import checkpoint_model_path
+
     task = ENTRY_TASKS[task_name].with_variant(variant)
     overrides, workers = variant_overrides(variant), variant_workers(variant)
-    seeds = []
+    for budget in budgets:
+        if budget % workers:
+            raise UsageError(f"budget {budget} is not a multiple of the {workers} workers")
+    # Every run folder and checkpoint is checked before any agent is evaluated (minutes each).
+    layouts = []
     for record in records:
         run_dir = Path(record["run_dir"])
         if not run_dir.is_dir():
@@ -513,17 +525,21 @@ def budget_record(
             raise UsageError(
                 f"the record of seed {record['seed']} names {run_dir}, a run of seed {args['seed']}"
             )
-        checkpoints = []
         for budget in budgets:
-            if budget % workers:
-                raise UsageError(f"budget {budget} is not a multiple of the {workers} workers")
-            checkpoints.append(
-                checkpoint_success(task, layout, int(record["seed"]), budget // workers, workers)
-            )
+            checkpoint_model_path(layout.run_dir, budget // workers)
+        layouts.append(layout)
+    seeds = []
+    for record, layout in zip(records, layouts, strict=True):
+        steps, _, seconds = entry_curve(layout.evaluations_path, workers)
+        seconds_at = dict(zip(steps, seconds, strict=True))
+        checkpoints = [
+            checkpoint_success(task, layout, int(record["seed"]), budget // workers, workers, seconds_at)
+            for budget in budgets
+        ]
         seeds.append(
             {
                 "seed": record["seed"],
-                "run_dir": str(run_dir),
+                "run_dir": str(Path(record["run_dir"])),
                 "checkpoints": checkpoints,
                 "final": {
                     "timesteps": record["steps"],
