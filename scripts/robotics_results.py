@@ -27,6 +27,10 @@ tables of ``docs/robotics.md`` and PNG curves. Three kinds of task:
     python scripts/robotics_results.py stopped fetch-pick-and-place-ddpg logs/her/FetchPickAndPlace-v4_2 \
         --checkpoint 300000 --out docs/experiments/fetch_pick_and_place_seed0.json
 
+  A run longer than one sitting is resumed with ``her-wrap train`` (the row's command and seed, plus ``-i`` on
+  the stopped run folder); ``record`` and ``stopped`` of the new folder take the run across both folders
+  (``experiments.check_run``).
+
 - references: stable-baselines3's own learner and ``HerReplayBuffer`` with rl-baselines3-zoo's entry for
   the same task (read from the installed ``rl_zoo3`` package), for a wall-clock budget::
 

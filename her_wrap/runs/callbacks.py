@@ -17,7 +17,7 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from her_wrap.runs.atomic import atomic_write
-from her_wrap.runs.checkpoints import save_agent, save_checkpoint
+from her_wrap.runs.checkpoints import checkpoint_paths, save_agent, save_checkpoint
 from her_wrap.sb3.evaluation import EvaluationResult, evaluate_agent
 
 if TYPE_CHECKING:
@@ -151,6 +151,14 @@ class SuccessEvalCallback(BaseCallback):
 class CheckpointCallback(BaseCallback):
     """Save an atomic checkpoint (agent and replay buffer) every ``save_freq`` env steps.
 
+    The checkpoint named after N env steps is saved once the training cycle that reached N has stored its
+    steps and made its gradient steps (when the next cycle starts collecting, or when training ends): it is
+    the agent that a run of ``-n N`` ends with, which also finishes that cycle first, and a run resumed
+    from it owes no updates. With ``save_freq`` a multiple of the env steps per cycle the agent has exactly
+    N env steps; otherwise it has those of the cycle's end (its ``num_timesteps``, where a resumed run
+    carries on). Checkpoints that fall due in one cycle (``save_freq`` shorter than a cycle) are all that
+    same agent; the replay buffer is kept with the last of them.
+
     See :mod:`her_wrap.runs.checkpoints` for the files and why a kill during a save is harmless.
 
     :param agent: the :class:`her_wrap.HER` being trained
@@ -165,6 +173,7 @@ class CheckpointCallback(BaseCallback):
         self.run_dir = run_dir
         self.save_freq = save_freq
         self._next_save = 0
+        self._due: list[int] = []  # env steps naming the checkpoints to save once this cycle has trained
 
     def _on_training_start(self) -> None:
         if self.save_freq > 0:
@@ -174,7 +183,23 @@ class CheckpointCallback(BaseCallback):
         if self.save_freq <= 0 or self.num_timesteps < self._next_save:
             return True
         self._next_save = _next_multiple(self.num_timesteps, self.save_freq)
-        saved = save_checkpoint(self.agent, self.run_dir, self.num_timesteps)
-        if self.verbose >= 1:
-            print(f"Saved checkpoint {saved.model}", flush=True)
+        self._due.append(self.num_timesteps)
         return True
+
+    def _on_rollout_start(self) -> None:
+        self._save_if_due()
+
+    def _on_training_end(self) -> None:
+        self._save_if_due()
+
+    def _save_if_due(self) -> None:
+        due, self._due = self._due, []
+        for timesteps in due[:-1]:  # fell due earlier in the same cycle: the same agent, no buffer
+            model = checkpoint_paths(self.run_dir, timesteps)[0]
+            save_agent(self.agent, model)
+            if self.verbose >= 1:
+                print(f"Saved checkpoint {model}", flush=True)
+        if due:
+            saved = save_checkpoint(self.agent, self.run_dir, due[-1])
+            if self.verbose >= 1:
+                print(f"Saved checkpoint {saved.model}", flush=True)

@@ -101,7 +101,7 @@ def save_checkpoint(agent: HER, run_dir: Path, timesteps: int) -> SavedAgent:
 
     :param agent: a :class:`her_wrap.HER`
     :param run_dir: the run folder
-    :param timesteps: the agent's env steps so far (names the files)
+    :param timesteps: the env steps that name the files (see :class:`her_wrap.runs.callbacks.CheckpointCallback`)
     """
     model, replay_buffer = checkpoint_paths(run_dir, timesteps)
     save_agent(agent, model, replay_buffer_path=replay_buffer)

@@ -336,6 +336,134 @@ def check_shipped_entry(
     return layout, args
 
 
+@dataclass(frozen=True)
+class RunPart:
+    """One ``her-wrap train`` run folder of a row's run.
+
+    :param layout: its files
+    :param args: its ``args.yml``
+    :param start: env steps (one worker's) its agent had when it started: 0, or those of the saved agent it
+        resumed (``-i``)
+    """
+
+    layout: RunLayout
+    args: dict[str, Any]
+    start: int
+
+
+@dataclass(frozen=True)
+class RunChain:
+    """A row's run: one run folder, or several when the run was stopped and resumed from a checkpoint
+    (``her-wrap train -i``), each resuming the one before; earliest first.
+
+    The resumed parts carry on the agent, its optimizer, its normalization statistics and its replay buffer;
+    their envs, exploration and sampling draw afresh from the run's seed.
+    """
+
+    parts: tuple[RunPart, ...]
+    workers: int = 1
+
+    @property
+    def seed(self) -> int:
+        return int(self.parts[-1].args["seed"])
+
+    @property
+    def layout(self) -> RunLayout:
+        """The last part's files (its final agent is the run's)."""
+        return self.parts[-1].layout
+
+    @property
+    def resumed_at(self) -> list[int]:
+        """Env steps (all workers') at which each part after the first resumed."""
+        return [part.start * self.workers for part in self.parts[1:]]
+
+    def curve(self) -> tuple[list[int], list[float], list[float]]:
+        """The run's curve (:func:`entry_curve`) across its parts: each part's evaluations up to the step
+        the next part resumed from, training seconds carried on from part to part.
+
+        :raises UsageError: when a part has no evaluation at the step the next one resumed from (its
+            training seconds up to there are unknown)
+        """
+        steps: list[int] = []
+        successes: list[float] = []
+        seconds: list[float] = []
+        offset = 0.0
+        for index, part in enumerate(self.parts):
+            part_steps, part_successes, part_seconds = entry_curve(part.layout.evaluations_path, self.workers)
+            low = part.start * self.workers
+            high = self.parts[index + 1].start * self.workers if index + 1 < len(self.parts) else None
+            for step, success, second in zip(part_steps, part_successes, part_seconds, strict=True):
+                if step > low and (high is None or step <= high):
+                    steps.append(step)
+                    successes.append(success)
+                    seconds.append(second + offset)
+            if high is not None:
+                if high not in part_steps:
+                    raise UsageError(
+                        f"{part.layout.run_dir} has no evaluation at {high} env steps, where "
+                        f"{self.parts[index + 1].layout.run_dir} resumed it: resume from a checkpoint at an "
+                        "evaluation's step (--save-freq a multiple of --eval-freq)"
+                    )
+                offset += part_seconds[part_steps.index(high)]
+        return steps, successes, seconds
+
+    def checkpoint_model_path(self, timesteps: int) -> Path:
+        """The agent's zip of the run's checkpoint at ``timesteps`` env steps (one worker's), in the part
+        that saved it.
+
+        :raises UsageError: when no part has one there (the checkpoints of the part that covers those steps
+            are named)
+        """
+        from her_wrap.runs.checkpoints import checkpoint_model_path
+
+        part = self.parts[0]
+        for later in self.parts[1:]:
+            if timesteps > later.start:
+                part = later
+        return checkpoint_model_path(part.layout.run_dir, timesteps)
+
+
+def check_run(task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = (), workers: int = 1) -> RunChain:
+    """The row's run that ends in ``run_dir``: its folder and, when it was resumed (``-i``), the folders
+    it resumed, each checked to be the task's command (:func:`check_shipped_entry`) with the same seed.
+
+    :raises UsageError: naming the part that is not the command, another seed, a folder that is gone, or a
+        resume from a step with no evaluation
+    """
+    from her_wrap.runs.checkpoints import resolve_saved_agent
+
+    parts: list[RunPart] = []
+    current: Path | None = Path(run_dir)
+    while current is not None:
+        layout, args = check_shipped_entry(task, current, overrides, workers)
+        if any(part.layout.run_dir.resolve() == layout.run_dir.resolve() for part in parts):
+            raise UsageError(f"{layout.run_dir} resumes itself")
+        start = int(args.get("initial_timesteps") or 0)
+        parts.append(RunPart(layout, args, start))
+        resumed = args.get("trained_agent")
+        if resumed is None:
+            break
+        if start == 0:
+            raise UsageError(f"{layout.run_dir} resumed {resumed}, an agent of no env steps")
+        try:
+            saved = resolve_saved_agent(Path(resumed))
+        except UsageError:
+            raise UsageError(f"{layout.run_dir} resumed {resumed}, which is gone") from None
+        if saved.run is None:
+            raise UsageError(f"{layout.run_dir} resumed {resumed}, which is in no run folder")
+        current = saved.run.run_dir
+    parts.reverse()
+    seeds = {int(part.args["seed"]) for part in parts}
+    if len(seeds) > 1:
+        raise UsageError(
+            f"{run_dir} resumed a run of another seed ({', '.join(map(str, sorted(seeds)))}): resume with "
+            "--seed set to the run's"
+        )
+    chain = RunChain(tuple(parts), workers)
+    chain.curve()  # every part has an evaluation where the next resumed
+    return chain
+
+
 def final_success(model: Any, env_id: str, seed: int) -> float:
     """Greedy success of a trained agent on :data:`FINAL_EPISODES` fresh episodes (a row's end figure)."""
     from her_wrap.envs.registry import make_goal_env
@@ -376,15 +504,19 @@ def record_entry_run(
     task_name: str, task: EntryTask, run_dir: Path, variant: str | None = None
 ) -> dict[str, Any]:
     """The record of a finished ``her-wrap train`` run of ``task`` (with ``variant``'s changes): its curve,
-    and its final agent on :data:`FINAL_EPISODES` fresh episodes."""
+    and its final agent on :data:`FINAL_EPISODES` fresh episodes.
+
+    ``run_dir`` may be a run resumed from a checkpoint of a stopped one (:func:`check_run`): the curve then
+    runs across the parts, and ``resumed_at`` names the env steps where each part took over.
+    """
     from her_wrap.envs.registry import make_goal_env
     from her_wrap.sb3.her import HER
 
     task = task.with_variant(variant)
     overrides, workers = variant_overrides(variant), variant_workers(variant)
-    layout, args = check_shipped_entry(task, run_dir, overrides, workers)
-    seed = int(args["seed"])
-    steps, successes, seconds = entry_curve(layout.evaluations_path, workers)
+    chain = check_run(task, run_dir, overrides, workers)
+    layout, args, seed = chain.layout, chain.parts[-1].args, chain.seed
+    steps, successes, seconds = chain.curve()
     model = HER.load(str(layout.final_model_path), env=make_goal_env(task.env_id), device="cpu")
     final = final_success(model, task.env_id, seed)
     config = load_run_config(layout.config_path, task.env_id)
@@ -405,10 +537,22 @@ def record_entry_run(
         "workers": workers,
         "load_average": os.getloadavg(),
         "run_dir": str(run_dir),
+        **_resumed_fields(chain),
         "settings": config.to_entry(),
         "variant": variant,
         "overrides": list(overrides),
         **_reproducing_commands(task_name, task, seed, variant),
+    }
+
+
+def _resumed_fields(chain: RunChain) -> dict[str, Any]:
+    """``resumed_at`` (env steps) and ``run_dirs`` (earliest first) of a run resumed from a checkpoint;
+    nothing for a run of one folder."""
+    if len(chain.parts) == 1:
+        return {}
+    return {
+        "resumed_at": chain.resumed_at,
+        "run_dirs": [str(part.layout.run_dir) for part in chain.parts],
     }
 
 
@@ -431,9 +575,9 @@ def stopped_run_record(
     """
     task = task.with_variant(variant)
     overrides, workers = variant_overrides(variant), variant_workers(variant)
-    layout, args = check_shipped_entry(task, run_dir, overrides, workers)
-    seed = int(args["seed"])
-    steps, successes, seconds = entry_curve(layout.evaluations_path, workers)
+    chain = check_run(task, run_dir, overrides, workers)
+    seed = chain.seed
+    steps, successes, seconds = chain.curve()
     record: dict[str, Any] = {
         "env_id": task.env_id,
         "seed": seed,
@@ -441,6 +585,7 @@ def stopped_run_record(
         **_reproducing_commands(task_name, task, seed, variant),
         "stopped_at": steps[-1] if steps else 0,
         "budget": task.steps,
+        **_resumed_fields(chain),
         "timesteps": steps,
         "success": successes,
         "train_seconds": seconds,
@@ -449,37 +594,32 @@ def stopped_run_record(
         record["note"] = note
     if checkpoint is not None:
         seconds_at = dict(zip(steps, seconds, strict=True))
-        record["checkpoint"] = checkpoint_success(task, layout, seed, checkpoint, workers, seconds_at)
+        record["checkpoint"] = checkpoint_success(task, chain, checkpoint, seconds_at)
     return record
 
 
 def checkpoint_success(
-    task: EntryTask,
-    layout: RunLayout,
-    seed: int,
-    checkpoint: int,
-    workers: int,
-    seconds_at: dict[int, float],
+    task: EntryTask, chain: RunChain, checkpoint: int, seconds_at: dict[int, float]
 ) -> dict[str, Any]:
     """The greedy success of a run's checkpoint on :data:`FINAL_EPISODES` fresh episodes (the episodes of a
     final agent's figure), with the env steps (all workers') and training seconds at which it was saved.
 
+    :param chain: the run (:func:`check_run`)
     :param checkpoint: env steps of the checkpoint, one worker's (as ``--save-freq`` counts them)
     :param seconds_at: the run's training seconds by env steps of all workers (its curve,
-        :func:`entry_curve`); none when the checkpoint is no point of it
-    :raises UsageError: when the run folder has no checkpoint there (the ones it has are named)
+        :meth:`RunChain.curve`); none when the checkpoint is no point of it
+    :raises UsageError: when the run has no checkpoint there (the ones it has are named)
     """
     from her_wrap.envs.registry import make_goal_env
-    from her_wrap.runs.checkpoints import checkpoint_model_path
     from her_wrap.sb3.her import HER
 
-    model_path = checkpoint_model_path(layout.run_dir, checkpoint)
+    model_path = chain.checkpoint_model_path(checkpoint)
     model = HER.load(str(model_path), env=make_goal_env(task.env_id), device="cpu")
     return {
-        "timesteps": checkpoint * workers,
-        "success": final_success(model, task.env_id, seed),
+        "timesteps": checkpoint * chain.workers,
+        "success": final_success(model, task.env_id, chain.seed),
         "episodes": FINAL_EPISODES,
-        "train_seconds": seconds_at.get(checkpoint * workers),
+        "train_seconds": seconds_at.get(checkpoint * chain.workers),
         "command": f"her-wrap enjoy --env {task.env_id} -f LOGS --exp-id K --load-checkpoint {checkpoint} "
         f"-n {FINAL_EPISODES}",
     }
@@ -491,9 +631,10 @@ def budget_record(
     """What smaller budgets would have given on every recorded seed of a row: each seed's checkpoints at
     ``budgets`` env steps on :data:`FINAL_EPISODES` fresh episodes, beside its final agent.
 
-    A checkpoint is saved at the last env step of a training cycle, before that cycle's gradient steps, so
-    a run with that budget would end one cycle of updates later; the entry has no schedule that reads the
-    budget, so everything before is the same run (a seed's run is deterministic on one machine).
+    A checkpoint is the agent a run with that budget ends with: it is saved once the gradient steps of the
+    cycle that reached its step are done (checkpoints of runs made before 2026-11-27 were saved before
+    them, one cycle of updates short), and the entry has no schedule that reads the budget, so everything
+    before is the same run (a seed's run is deterministic on one machine).
 
     :param records: the row's records (``record`` or ``run`` of the same task and variant), each naming the
         run folder it came from
@@ -505,37 +646,32 @@ def budget_record(
         raise UsageError(
             f"no recorded seed of {task_name}{'+' + variant if variant else ''}: run or record some first"
         )
-    from her_wrap.runs.checkpoints import checkpoint_model_path
-
     task = ENTRY_TASKS[task_name].with_variant(variant)
     overrides, workers = variant_overrides(variant), variant_workers(variant)
     for budget in budgets:
         if budget % workers:
             raise UsageError(f"budget {budget} is not a multiple of the {workers} workers")
     # Every run folder and checkpoint is checked before any agent is evaluated (minutes each).
-    layouts = []
+    chains = []
     for record in records:
         run_dir = Path(record["run_dir"])
         if not run_dir.is_dir():
             raise UsageError(
                 f"seed {record['seed']}: its run folder {run_dir} is gone; record the row again from a copy"
             )
-        layout, args = check_shipped_entry(task, run_dir, overrides, workers)
-        if int(args["seed"]) != int(record["seed"]):
+        chain = check_run(task, run_dir, overrides, workers)
+        if chain.seed != int(record["seed"]):
             raise UsageError(
-                f"the record of seed {record['seed']} names {run_dir}, a run of seed {args['seed']}"
+                f"the record of seed {record['seed']} names {run_dir}, a run of seed {chain.seed}"
             )
         for budget in budgets:
-            checkpoint_model_path(layout.run_dir, budget // workers)
-        layouts.append(layout)
+            chain.checkpoint_model_path(budget // workers)
+        chains.append(chain)
     seeds = []
-    for record, layout in zip(records, layouts, strict=True):
-        steps, _, seconds = entry_curve(layout.evaluations_path, workers)
+    for record, chain in zip(records, chains, strict=True):
+        steps, _, seconds = chain.curve()
         seconds_at = dict(zip(steps, seconds, strict=True))
-        checkpoints = [
-            checkpoint_success(task, layout, int(record["seed"]), budget // workers, workers, seconds_at)
-            for budget in budgets
-        ]
+        checkpoints = [checkpoint_success(task, chain, budget // workers, seconds_at) for budget in budgets]
         seeds.append(
             {
                 "seed": record["seed"],

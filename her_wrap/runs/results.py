@@ -128,6 +128,14 @@ def seed_cells(record: Record) -> tuple[str, str, str]:
     )
 
 
+def seed_text(record: Record) -> str:
+    """A row's seed, and where its run was resumed from a checkpoint (``0, resumed at 1200k``)."""
+    resumed = record.get("resumed_at") or []
+    if not resumed:
+        return str(record["seed"])
+    return f"{record['seed']}, resumed at " + ", ".join(_steps_text(steps) for steps in resumed)
+
+
 def recipe_name(record: Record) -> str:
     """What a record ran: ``HER(DDPG), `configs/her.yml` with ...`` or the reference's description."""
     if record["kind"] != "entry":
@@ -169,7 +177,7 @@ def manipulation_rows(records: Sequence[Record], *, first_of_task: bool = True) 
     for index, record in enumerate(records):
         steps, minutes, final = seed_cells(record)
         rows.append(
-            f"| {first['env_id']} | {recipe} | {record['seed']} | {steps} | {minutes} | {final} | "
+            f"| {first['env_id']} | {recipe} | {seed_text(record)} | {steps} | {minutes} | {final} | "
             f"{record['steps']:,} | {ms_per_step(record):.1f} | {mrl if index == 0 else ''} | "
             f"`{record['command']}` |"
         )

@@ -276,3 +276,38 @@ def test_a_checkpoint_is_found_by_its_steps_and_a_missing_one_names_those_there(
         checkpoint_model_path(tmp_path, 900)
     with pytest.raises(UsageError, match=r"checkpoints: none$"):
         checkpoint_model_path(tmp_path / "empty", 500)
+
+
+def test_checkpoints_are_saved_once_their_cycle_has_trained(tmp_path: Path) -> None:
+    """Cycles of 20 env steps, a checkpoint due every 10: each cycle's two checkpoints hold the agent after
+    its gradient step (all 20 steps stored), and the last one is the final agent."""
+    import torch
+    from stable_baselines3 import DQN
+
+    from her_wrap import HER, BitFlippingEnv
+    from her_wrap.runs.callbacks import CheckpointCallback
+
+    agent = HER(
+        "MlpPolicy", BitFlippingEnv(n_bits=4), DQN, seed=0, learning_starts=0, train_freq=(20, "step"),
+        gradient_steps=1, batch_size=8, policy_kwargs=dict(net_arch=[8]),
+    )  # fmt: skip
+    agent.learn(40, callback=CheckpointCallback(agent, tmp_path, save_freq=10, verbose=0))
+    loaded = {
+        steps: HER.load(checkpoint_paths(tmp_path, steps)[0]) for steps in checkpoint_timesteps(tmp_path)
+    }
+
+    def weights(her: HER) -> list[torch.Tensor]:
+        return list(her.model.policy.parameters())
+
+    def same(first: HER, second: HER) -> bool:
+        return all(torch.equal(a, b) for a, b in zip(weights(first), weights(second), strict=True))
+
+    buffers = sorted(path.name for path in tmp_path.glob("rl_model_replay_buffer_*"))
+    assert (sorted(loaded), buffers) == ([10, 20, 30, 40], ["rl_model_replay_buffer_40_steps.pkl"])
+    assert [her.model.num_timesteps for her in loaded.values()] == [20, 20, 40, 40]
+    assert [her.model._n_updates for her in loaded.values()] == [1, 1, 2, 2]
+    assert (same(loaded[10], loaded[20]), same(loaded[20], loaded[30]), same(loaded[40], agent)) == (
+        True,
+        False,
+        True,
+    )

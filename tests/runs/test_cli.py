@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import re
 import signal
 import subprocess
 import sys
 import time
 import uuid
+import zipfile
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import pytest
+import torch
 from test_optimize import POSTGRES_URL, needs_postgres
 
 from her_wrap.runs.arguments import progress_bar_enabled
@@ -97,6 +100,27 @@ def test_train_writes_the_zoo_layout(trained: tuple[Path, subprocess.CompletedPr
     ]
     present = sorted(str(path.relative_to(run_dir)) for path in run_dir.rglob("*") if path.is_file())
     assert present == expected
+
+
+def test_a_checkpoint_is_the_agent_a_run_of_its_budget_ends_with(
+    trained: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    """The 300-step checkpoint is saved after the gradient step of step 300, so it holds the final agent's
+    parameters; the 150-step one an agent 150 updates behind."""
+    run_dir = run_dir_of(trained[0])
+
+    def parameters(name: str) -> dict[str, torch.Tensor]:
+        with zipfile.ZipFile(run_dir / name) as archive, archive.open("policy.pth") as file:
+            return torch.load(io.BytesIO(file.read()), map_location="cpu")
+
+    final, last, first = (
+        parameters(name) for name in (f"{ENV_ID}.zip", "rl_model_300_steps.zip", "rl_model_150_steps.zip")
+    )
+    assert sorted(final) == sorted(last)
+    assert (
+        all(torch.equal(final[key], last[key]) for key in final),
+        all(torch.equal(final[key], first[key]) for key in final),
+    ) == (True, False)
 
 
 def test_train_monitor_records_is_success(trained: tuple[Path, subprocess.CompletedProcess[str]]) -> None:

@@ -17,7 +17,7 @@ from her_wrap.runs import experiments, results
 from her_wrap.runs.arguments import default_config_path
 from her_wrap.runs.config import load_run_config
 from her_wrap.runs.errors import UsageError
-from her_wrap.runs.yaml_io import write_yaml_file
+from her_wrap.runs.yaml_io import load_yaml_file, write_yaml_file
 
 RESULTS_FILE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "robotics_results.json"
 
@@ -520,3 +520,71 @@ def test_a_run_of_another_budget_is_taken_only_with_its_budget_variant(tmp_path:
     assert results.recipe_name(record) == "HER(DDPG), `configs/her.yml` with `-n 1000000`"
     # not the shipped entry: the README table, which shows the shipped entry's seeds, has no row for it
     assert results.readme_table({"fetch-push-ddpg+budget-1m": [record]}).count("\n") == 1
+
+
+def _resumed_run(tmp_path: pathlib.Path, *, seed: int = 3, resumed_from: int = 40_000) -> pathlib.Path:
+    """A run stopped after 60k env steps (checkpoints at 20k and 40k) and resumed from ``resumed_from``
+    into a second folder that trained on to 80k."""
+    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    first = fake_run(tmp_path / "first", shipped_entry(task.steps))
+    np.savez(
+        first / "evaluations.npz",
+        timesteps=[20_000, 40_000, 60_000],
+        successes=[[0, 0], [0, 1], [1, 1]],
+        train_seconds=[50.0, 101.0, 150.0],
+    )
+    for steps in (20_000, 40_000):
+        (first / f"rl_model_{steps}_steps.zip").write_bytes(b"")
+    second = fake_run(tmp_path / "second", shipped_entry(task.steps))
+    args_path = second / "FetchPush-v4" / "args.yml"
+    args = {
+        **load_yaml_file(args_path),
+        "seed": seed,
+        "trained_agent": str(first / f"rl_model_{resumed_from}_steps.zip"),
+        "initial_timesteps": resumed_from,
+    }
+    write_yaml_file(args_path, args)
+    np.savez(
+        second / "evaluations.npz",
+        timesteps=[60_000, 80_000],
+        successes=[[1, 0], [1, 1]],
+        train_seconds=[30.0, 62.0],
+    )
+    (second / "rl_model_60000_steps.zip").write_bytes(b"")
+    return second
+
+
+def test_a_resumed_run_is_recorded_across_its_folders(tmp_path: pathlib.Path) -> None:
+    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    second = _resumed_run(tmp_path)
+    record = experiments.stopped_run_record("fetch-push-ddpg", task, second)
+    # The first folder's curve up to the checkpoint it was resumed from, then the second's, whose
+    # training seconds carry on from the first's at that checkpoint.
+    assert record["timesteps"] == [20_000, 40_000, 60_000, 80_000]
+    assert record["success"] == [0.0, 0.5, 0.5, 1.0]
+    assert record["train_seconds"] == [50.0, 101.0, 131.0, 163.0]
+    assert record["resumed_at"] == [40_000] and record["stopped_at"] == 80_000
+    assert record["run_dirs"] == [str(tmp_path / "first" / "logs" / "her" / "FetchPush-v4_1"), str(second)]
+    chain = experiments.check_run(task, second)
+    assert (
+        chain.checkpoint_model_path(40_000).parent == tmp_path / "first" / "logs" / "her" / "FetchPush-v4_1"
+    )
+    assert chain.checkpoint_model_path(60_000).parent == second
+    row = results.manipulation_rows([{**entry_record(3, [0.0, 0.5, 0.5], 1.0), "resumed_at": [40_000]}])[0]
+    assert cells(row)[2] == "3, resumed at 40k"
+
+
+def test_a_resumed_run_is_refused_when_its_parts_do_not_join(tmp_path: pathlib.Path) -> None:
+    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    with pytest.raises(UsageError, match=r"another seed \(3, 4\): resume with --seed"):
+        experiments.check_run(task, _resumed_run(tmp_path / "seed", seed=4))
+    with pytest.raises(UsageError, match="no evaluation at 20000 env steps"):
+        # Resumed from 20k, where the first folder has an evaluation: taken; then drop that evaluation.
+        run = _resumed_run(tmp_path / "gap", resumed_from=20_000)
+        first = tmp_path / "gap" / "first" / "logs" / "her" / "FetchPush-v4_1"
+        np.savez(first / "evaluations.npz", timesteps=[40_000], successes=[[1, 1]], train_seconds=[90.0])
+        experiments.check_run(task, run)
+    gone = _resumed_run(tmp_path / "gone")
+    (tmp_path / "gone" / "first" / "logs" / "her" / "FetchPush-v4_1" / "rl_model_40000_steps.zip").unlink()
+    with pytest.raises(UsageError, match="which is gone"):
+        experiments.check_run(task, gone)
