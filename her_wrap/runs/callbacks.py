@@ -153,8 +153,8 @@ class CheckpointCallback(BaseCallback):
 
     The checkpoint named after N env steps is saved once the training cycle that reached N has stored its
     steps and made its gradient steps (when the next cycle starts collecting, or when training ends): it is
-    the agent that a run of ``-n N`` ends with, which also finishes that cycle first, and a run resumed
-    from it owes no updates. With ``save_freq`` a multiple of the env steps per cycle the agent has exactly
+    where a run of ``-n N`` ends, which also finishes that cycle first (the same agent when nothing is
+    scheduled over the budget, as DQN's exploration is), and a run resumed from it owes no updates. With ``save_freq`` a multiple of the env steps per cycle the agent has exactly
     N env steps; otherwise it has those of the cycle's end (its ``num_timesteps``, where a resumed run
     carries on). Checkpoints that fall due in one cycle (``save_freq`` shorter than a cycle) are all that
     same agent; the replay buffer is kept with the last of them.
