@@ -21,7 +21,10 @@
   ``learning_starts`` halved (the same total batch, env steps per update and random steps), and as 2 workers
   that each keep the entry's 2 envs with ``train_freq`` halved instead of the envs (the same again); env
   steps per second of training time (``train_seconds`` of the run's last evaluation: evaluations left
-  out), and each one's ratio to the first; ``--throughput-rounds`` repeats the three in turn.
+  out), and each one's ratio to the first; ``--throughput-rounds`` repeats the three, in reverse order
+  every other round so that a host whose speed drifts steadily favours none of them over an even number of
+  rounds, then summarizes each layout's ratio over the rounds (median of the rounds' ratios, and the ratio
+  of the mean rates).
 
 Usage::
 
@@ -330,18 +333,41 @@ def throughput_command(total_steps: int, extra: list[str], workers: int) -> list
     ]
 
 
-def throughput(total_steps: int) -> list[tuple[str, str, float]]:
-    """Env steps per training second of each run of :func:`throughput_runs`, in turn: (label, command, rate)."""
-    rows = []
-    for label, extra, workers in throughput_runs():
+def round_order(round_index: int, runs: int) -> list[int]:
+    """The order of the runs in a round: as listed in even rounds (0, 2, ...), reversed in odd ones."""
+    order = list(range(runs))
+    return order[::-1] if round_index % 2 else order
+
+
+def throughput(total_steps: int, round_index: int = 0) -> list[tuple[str, str, float]]:
+    """Env steps per training second of each run of :func:`throughput_runs` (label, command, rate), listed
+    in their order, measured in :func:`round_order`'s."""
+    runs = throughput_runs()
+    rates: dict[int, float] = {}
+    for index in round_order(round_index, len(runs)):
+        _, extra, workers = runs[index]
         command = throughput_command(total_steps, extra, workers)
         with tempfile.TemporaryDirectory() as folder:
             runner = [sys.executable, "-m", "her_wrap.runs.cli", *command[1:], "-f", folder]
             subprocess.run(runner, check=True, stdout=subprocess.DEVNULL)
             (evaluations,) = Path(folder).glob("her/*/evaluations.npz")
             seconds = float(np.load(evaluations)["train_seconds"][-1])
-        rows.append((label, " ".join(command), total_steps / seconds))
-    return rows
+        rates[index] = total_steps / seconds
+    return [
+        (label, " ".join(throughput_command(total_steps, extra, workers)), rates[index])
+        for index, (label, extra, workers) in enumerate(runs)
+    ]
+
+
+def throughput_summary(rounds: list[list[float]]) -> list[tuple[float, float]]:
+    """For each run after the first, over the rounds (each a list of rates, the 1-worker run first): the
+    median of the rounds' ratios to the 1-worker run, and the ratio of the mean rates."""
+    summary = []
+    for index in range(1, len(rounds[0])):
+        ratios = [rates[index] / rates[0] for rates in rounds]
+        means = float(np.mean([rates[index] for rates in rounds]) / np.mean([rates[0] for rates in rounds]))
+        summary.append((float(np.median(ratios)), means))
+    return summary
 
 
 def main() -> None:
@@ -391,13 +417,22 @@ def main() -> None:
 
 
 def print_throughput(total_steps: int, rounds: int) -> None:
-    """Each round's env steps per second of every run, and each 2-worker run's ratio to the 1-worker one."""
+    """Each round's env steps per second of every run, and each 2-worker run's ratio to the 1-worker one;
+    after several rounds, each layout's ratio over them (:func:`throughput_summary`)."""
+    measured = []
     for round_index in range(rounds):
-        rows = throughput(total_steps)
-        print(f"\nRound {round_index + 1} of {rounds}\n\n| run | command | env steps / s | ratio |")
-        print("|---|---|---:|---:|")
+        rows = throughput(total_steps, round_index)
+        measured.append([rate for _, _, rate in rows])
+        order = "listed" if round_index % 2 == 0 else "reverse"
+        print(f"\nRound {round_index + 1} of {rounds} (run in {order} order)\n")
+        print("| run | command | env steps / s | ratio |\n|---|---|---:|---:|")
         for label, command, rate in rows:
             print(f"| {label} | `{command}` | {rate:.1f} | {rate / rows[0][2]:.2f}x |")
+    if rounds > 1:
+        print(f"\nOver {rounds} rounds\n\n| run | median ratio | ratio of mean rates |\n|---|---:|---:|")
+        labels = [label for label, _, _ in rows]
+        for label, (median, means) in zip(labels[1:], throughput_summary(measured), strict=True):
+            print(f"| {label} | {median:.2f}x | {means:.2f}x |")
 
 
 def print_costs(args: argparse.Namespace) -> None:

@@ -112,3 +112,15 @@ def test_every_throughput_run_keeps_the_entrys_env_steps_rows_and_random_steps_p
     ran = [(workers, tuple(extra[extra.index("-params") + 1 :])) for _, extra, workers in split]
     variants = ["workers-2", "workers-2-envs-2"]
     assert ran == [(VARIANT_WORKERS[name], VARIANTS[name]) for name in variants]
+
+
+def test_throughput_rounds_alternate_their_order(measure_scaling) -> None:
+    assert [measure_scaling.round_order(index, 3) for index in range(3)] == [[0, 1, 2], [2, 1, 0], [0, 1, 2]]
+
+
+def test_throughput_summary_takes_each_layouts_median_ratio_and_ratio_of_means(measure_scaling) -> None:
+    # Two rounds on a host that sped up by half between them: 1 worker, then two 2-worker layouts.
+    rounds = [[100.0, 110.0, 130.0], [150.0, 180.0, 180.0]]
+    (first, second) = measure_scaling.throughput_summary(rounds)
+    assert first == pytest.approx((1.15, 290 / 250))
+    assert second == pytest.approx((1.25, 310 / 250))
