@@ -254,6 +254,41 @@ def test_sigkill_mid_training_then_resume_from_the_last_checkpoint(tmp_path: Pat
     assert outcome == (saved[-1], f"rl_model_{saved[-1]}_steps.zip", target, True)
 
 
+def test_a_resumed_run_is_read_across_both_run_folders(tmp_path: Path) -> None:
+    """What ``her-wrap train -i`` writes lets a results record follow the run back to the folder it resumed:
+    the first folder's curve up to the checkpoint, then the second's."""
+    from her_wrap.runs.experiments import EntryTask, check_run
+
+    command = (
+        "train",
+        "--env",
+        ENV_ID,
+        "-n",
+        "300",
+        "--eval-freq",
+        "100",
+        "--eval-episodes",
+        "2",
+        "--seed",
+        "0",
+    )
+    first = her_wrap(*command, "--save-freq", "100", "--verbose", "0", *TINY, cwd=tmp_path)
+    assert first.returncode == 0, report(first)
+    checkpoint = run_dir_of(tmp_path) / "rl_model_100_steps.zip"
+    second = her_wrap(*command, "-i", str(checkpoint), "--verbose", "0", *TINY, cwd=tmp_path)
+    assert second.returncode == 0, report(second)
+
+    task = EntryTask(ENV_ID, 300, eval_freq=100, eval_episodes=2)
+    chain = check_run(task, run_dir_of(tmp_path, 2), tuple(TINY[1 : TINY.index("--num-threads")]))
+    steps, _, seconds = chain.curve()
+    with np.load(run_dir_of(tmp_path) / "evaluations.npz") as data:
+        first_seconds = float(data["train_seconds"][0])
+    assert [part.layout.run_dir for part in chain.parts] == [run_dir_of(tmp_path), run_dir_of(tmp_path, 2)]
+    assert (steps, chain.resumed_at, seconds[0]) == ([100, 200, 300], [100], first_seconds)
+    assert seconds[1] > first_seconds
+    assert chain.checkpoint_model_path(100) == checkpoint
+
+
 # --------------------------------------------------------------------------- optimize
 
 
