@@ -430,7 +430,7 @@ def check_run(task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = (), w
     :raises UsageError: naming the part that is not the command, another seed, a folder that is gone, or a
         resume from a step with no evaluation
     """
-    from her_wrap.runs.checkpoints import resolve_saved_agent
+    from her_wrap.runs.checkpoints import checkpoint_paths, resolve_saved_agent
 
     parts: list[RunPart] = []
     current: Path | None = Path(run_dir)
@@ -451,6 +451,17 @@ def check_run(task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = (), w
             raise UsageError(f"{layout.run_dir} resumed {resumed}, which is gone") from None
         if saved.run is None:
             raise UsageError(f"{layout.run_dir} resumed {resumed}, which is in no run folder")
+        model, replay_buffer = checkpoint_paths(saved.run.run_dir, start)
+        if saved.model != model:
+            raise UsageError(
+                f"{layout.run_dir} resumed {resumed}, not a checkpoint of that run: resume from its run folder"
+                " (its latest checkpoint) or a rl_model_N_steps.zip"
+            )
+        if "trained_replay_buffer" in args and args["trained_replay_buffer"] != str(replay_buffer):
+            raise UsageError(
+                f"{layout.run_dir} resumed {resumed} without its replay buffer (only a run's latest checkpoint"
+                " keeps one): resume from the latest checkpoint"
+            )
         current = saved.run.run_dir
     parts.reverse()
     seeds = {int(part.args["seed"]) for part in parts}

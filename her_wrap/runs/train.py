@@ -167,6 +167,7 @@ def train(args: argparse.Namespace) -> RunLayout:
         seed=seed,
         run_dir=str(layout.run_dir),
         trained_agent=str(saved.model) if saved is not None else None,
+        trained_replay_buffer=str(saved.replay_buffer) if saved is not None and saved.replay_buffer else None,
         initial_timesteps=initial_timesteps,
     )
     write_yaml_file(layout.args_path, recorded)

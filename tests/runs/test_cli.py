@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -256,7 +257,10 @@ def test_sigkill_mid_training_then_resume_from_the_last_checkpoint(tmp_path: Pat
 
 def test_a_resumed_run_is_read_across_both_run_folders(tmp_path: Path) -> None:
     """What ``her-wrap train -i`` writes lets a results record follow the run back to the folder it resumed:
-    the first folder's curve up to the checkpoint, then the second's."""
+    the first folder's curve up to the checkpoint, then the second's. A resume without the checkpoint's
+    replay buffer is not the same run, and is refused."""
+    from her_wrap.runs.checkpoints import checkpoint_paths
+    from her_wrap.runs.errors import UsageError
     from her_wrap.runs.experiments import EntryTask, check_run
 
     command = (
@@ -274,16 +278,24 @@ def test_a_resumed_run_is_read_across_both_run_folders(tmp_path: Path) -> None:
     )
     first = her_wrap(*command, "--save-freq", "100", "--verbose", "0", *TINY, cwd=tmp_path)
     assert first.returncode == 0, report(first)
-    checkpoint = run_dir_of(tmp_path) / "rl_model_100_steps.zip"
+    checkpoint, buffer = checkpoint_paths(run_dir_of(tmp_path), 100)
+    # Only the latest checkpoint (300) keeps its replay buffer: this resume continues with an empty one.
+    without = her_wrap(*command, "-i", str(checkpoint), "--verbose", "0", *TINY, cwd=tmp_path)
+    assert without.returncode == 0, report(without)
+    # As a run stopped after its 100-step checkpoint would have left it: that checkpoint with a buffer.
+    shutil.copyfile(checkpoint_paths(run_dir_of(tmp_path), 300)[1], buffer)
     second = her_wrap(*command, "-i", str(checkpoint), "--verbose", "0", *TINY, cwd=tmp_path)
     assert second.returncode == 0, report(second)
 
     task = EntryTask(ENV_ID, 300, eval_freq=100, eval_episodes=2)
-    chain = check_run(task, run_dir_of(tmp_path, 2), tuple(TINY[1 : TINY.index("--num-threads")]))
+    overrides = tuple(TINY[1 : TINY.index("--num-threads")])
+    with pytest.raises(UsageError, match="without its replay buffer"):
+        check_run(task, run_dir_of(tmp_path, 2), overrides)
+    chain = check_run(task, run_dir_of(tmp_path, 3), overrides)
     steps, _, seconds = chain.curve()
     with np.load(run_dir_of(tmp_path) / "evaluations.npz") as data:
         first_seconds = float(data["train_seconds"][0])
-    assert [part.layout.run_dir for part in chain.parts] == [run_dir_of(tmp_path), run_dir_of(tmp_path, 2)]
+    assert [part.layout.run_dir for part in chain.parts] == [run_dir_of(tmp_path), run_dir_of(tmp_path, 3)]
     assert (steps, chain.resumed_at, seconds[0]) == ([100, 200, 300], [100], first_seconds)
     assert seconds[1] > first_seconds
     assert chain.checkpoint_model_path(100) == checkpoint

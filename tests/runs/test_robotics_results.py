@@ -584,6 +584,13 @@ def test_a_resumed_run_is_refused_when_its_parts_do_not_join(tmp_path: pathlib.P
         first = tmp_path / "gap" / "first" / "logs" / "her" / "FetchPush-v4_1"
         np.savez(first / "evaluations.npz", timesteps=[40_000], successes=[[1, 1]], train_seconds=[90.0])
         experiments.check_run(task, run)
+    best = _resumed_run(tmp_path / "best")
+    first = tmp_path / "best" / "first" / "logs" / "her" / "FetchPush-v4_1"
+    (first / "best_model.zip").write_bytes(b"")
+    args_path = best / "FetchPush-v4" / "args.yml"
+    write_yaml_file(args_path, {**load_yaml_file(args_path), "trained_agent": str(first / "best_model.zip")})
+    with pytest.raises(UsageError, match=r"best_model\.zip, not a checkpoint of that run"):
+        experiments.check_run(task, best)
     gone = _resumed_run(tmp_path / "gone")
     (tmp_path / "gone" / "first" / "logs" / "her" / "FetchPush-v4_1" / "rl_model_40000_steps.zip").unlink()
     with pytest.raises(UsageError, match="which is gone"):
