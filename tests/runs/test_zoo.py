@@ -70,19 +70,14 @@ def test_zoo_trains_with_the_drop_in_buffer_and_enjoy_loads_the_agent(env_id, tm
     assert 'import_module("her_wrap.sb3").HerReplayBuffer' in config and "Mean reward" in output
 
 
-def test_zoo_saved_agent_names_the_drop_in_buffer_class(tmp_path):
+def test_zoo_saves_the_drop_in_buffer_class_and_continues_from_the_agent_and_its_replay_buffer(tmp_path):
     from stable_baselines3.common.save_util import load_from_zip_file
 
     from her_wrap.sb3 import HerReplayBuffer
 
-    train("BitFlipping-v0", tmp_path, "-n", "200")
-    data, _, _ = load_from_zip_file(tmp_path / "dqn" / "BitFlipping-v0_1" / "BitFlipping-v0.zip")
-    assert data["replay_buffer_class"] is HerReplayBuffer
-
-
-def test_zoo_continues_training_from_a_saved_agent_and_its_replay_buffer(tmp_path):
     train("BitFlipping-v0", tmp_path, "-n", "200", "--save-replay-buffer")
     first = tmp_path / "dqn" / "BitFlipping-v0_1"
-    assert (first / "replay_buffer.pkl").exists()
+    data, _, _ = load_from_zip_file(first / "BitFlipping-v0.zip")
+    assert data["replay_buffer_class"] is HerReplayBuffer and (first / "replay_buffer.pkl").exists()
     train("BitFlipping-v0", tmp_path, "-n", "200", "-i", str(first / "BitFlipping-v0.zip"))
     assert (tmp_path / "dqn" / "BitFlipping-v0_2" / "BitFlipping-v0.zip").exists()
