@@ -154,10 +154,11 @@ class CheckpointCallback(BaseCallback):
     The checkpoint named after N env steps is saved once the training cycle that reached N has stored its
     steps and made its gradient steps (when the next cycle starts collecting, or when training ends): it is
     where a run of ``-n N`` ends, which also finishes that cycle first (the same agent when nothing is
-    scheduled over the budget, as DQN's exploration is), and a run resumed from it owes no updates. With ``save_freq`` a multiple of the env steps per cycle the agent has exactly
-    N env steps; otherwise it has those of the cycle's end (its ``num_timesteps``, where a resumed run
-    carries on). Checkpoints that fall due in one cycle (``save_freq`` shorter than a cycle) are all that
-    same agent; the replay buffer is kept with the last of them.
+    scheduled over the budget, as DQN's exploration is), and a run resumed from it owes no updates. With
+    ``save_freq`` a multiple of the env steps per cycle the agent has exactly N env steps; otherwise it has
+    those of the cycle's end (its ``num_timesteps``, where a resumed run carries on). Checkpoints that fall
+    due in one cycle (``save_freq`` shorter than a cycle) are all that same agent; the replay buffer is kept
+    with the last of them.
 
     See :mod:`her_wrap.runs.checkpoints` for the files and why a kill during a save is harmless.
 
