@@ -342,21 +342,20 @@ def round_order(round_index: int, runs: int) -> list[int]:
 def throughput(total_steps: int, round_index: int = 0) -> list[tuple[str, str, float]]:
     """Env steps per training second of each run of :func:`throughput_runs` (label, command, rate), listed
     in their order, measured in :func:`round_order`'s."""
-    runs = throughput_runs()
+    runs = [
+        (label, throughput_command(total_steps, extra, workers))
+        for label, extra, workers in throughput_runs()
+    ]
     rates: dict[int, float] = {}
     for index in round_order(round_index, len(runs)):
-        _, extra, workers = runs[index]
-        command = throughput_command(total_steps, extra, workers)
+        command = runs[index][1]
         with tempfile.TemporaryDirectory() as folder:
             runner = [sys.executable, "-m", "her_wrap.runs.cli", *command[1:], "-f", folder]
             subprocess.run(runner, check=True, stdout=subprocess.DEVNULL)
             (evaluations,) = Path(folder).glob("her/*/evaluations.npz")
             seconds = float(np.load(evaluations)["train_seconds"][-1])
         rates[index] = total_steps / seconds
-    return [
-        (label, " ".join(throughput_command(total_steps, extra, workers)), rates[index])
-        for index, (label, extra, workers) in enumerate(runs)
-    ]
+    return [(label, " ".join(command), rates[index]) for index, (label, command) in enumerate(runs)]
 
 
 def throughput_summary(rounds: list[list[float]]) -> list[tuple[float, float]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
 import re
 import subprocess
@@ -380,11 +381,17 @@ class RunChain:
 
     def curve(self) -> tuple[list[int], list[float], list[float]]:
         """The run's curve (:func:`entry_curve`) across its parts: each part's evaluations up to the step
-        the next part resumed from, training seconds carried on from part to part.
+        the next part resumed from, training seconds carried on from part to part. The parts'
+        ``evaluations.npz`` are read once per chain.
 
         :raises UsageError: when a part has no evaluation at the step the next one resumed from (its
             training seconds up to there are unknown)
         """
+        steps, successes, seconds = self._curve
+        return list(steps), list(successes), list(seconds)
+
+    @functools.cached_property
+    def _curve(self) -> tuple[list[int], list[float], list[float]]:
         steps: list[int] = []
         successes: list[float] = []
         seconds: list[float] = []

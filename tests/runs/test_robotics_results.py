@@ -522,9 +522,11 @@ def test_a_run_of_another_budget_is_taken_only_with_its_budget_variant(tmp_path:
     assert results.readme_table({"fetch-push-ddpg+budget-1m": [record]}).count("\n") == 1
 
 
-def _resumed_run(tmp_path: pathlib.Path, *, seed: int = 3, resumed_from: int = 40_000) -> pathlib.Path:
+def _resumed_run(
+    tmp_path: pathlib.Path, *, seed: int = 3, resumed_from: int = 40_000
+) -> tuple[pathlib.Path, pathlib.Path]:
     """A run stopped after 60k env steps (checkpoints at 20k and 40k) and resumed from ``resumed_from``
-    into a second folder that trained on to 80k."""
+    into a second folder that trained on to 80k: (first folder, second folder)."""
     task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
     first = fake_run(tmp_path / "first", shipped_entry(task.steps))
     np.savez(
@@ -551,12 +553,12 @@ def _resumed_run(tmp_path: pathlib.Path, *, seed: int = 3, resumed_from: int = 4
         train_seconds=[30.0, 62.0],
     )
     (second / "rl_model_60000_steps.zip").write_bytes(b"")
-    return second
+    return first, second
 
 
 def test_a_resumed_run_is_recorded_across_its_folders(tmp_path: pathlib.Path) -> None:
     task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
-    second = _resumed_run(tmp_path)
+    first, second = _resumed_run(tmp_path)
     record = experiments.stopped_run_record("fetch-push-ddpg", task, second)
     # The first folder's curve up to the checkpoint it was resumed from, then the second's, whose
     # training seconds carry on from the first's at that checkpoint.
@@ -564,11 +566,9 @@ def test_a_resumed_run_is_recorded_across_its_folders(tmp_path: pathlib.Path) ->
     assert record["success"] == [0.0, 0.5, 0.5, 1.0]
     assert record["train_seconds"] == [50.0, 101.0, 131.0, 163.0]
     assert record["resumed_at"] == [40_000] and record["stopped_at"] == 80_000
-    assert record["run_dirs"] == [str(tmp_path / "first" / "logs" / "her" / "FetchPush-v4_1"), str(second)]
+    assert record["run_dirs"] == [str(first), str(second)]
     chain = experiments.check_run(task, second)
-    assert (
-        chain.checkpoint_model_path(40_000).parent == tmp_path / "first" / "logs" / "her" / "FetchPush-v4_1"
-    )
+    assert chain.checkpoint_model_path(40_000).parent == first
     assert chain.checkpoint_model_path(60_000).parent == second
     row = results.manipulation_rows([{**entry_record(3, [0.0, 0.5, 0.5], 1.0), "resumed_at": [40_000]}])[0]
     assert cells(row)[2] == "3, resumed at 40k"
@@ -577,21 +577,19 @@ def test_a_resumed_run_is_recorded_across_its_folders(tmp_path: pathlib.Path) ->
 def test_a_resumed_run_is_refused_when_its_parts_do_not_join(tmp_path: pathlib.Path) -> None:
     task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
     with pytest.raises(UsageError, match=r"another seed \(3, 4\): resume with --seed"):
-        experiments.check_run(task, _resumed_run(tmp_path / "seed", seed=4))
+        experiments.check_run(task, _resumed_run(tmp_path / "seed", seed=4)[1])
     with pytest.raises(UsageError, match="no evaluation at 20000 env steps"):
         # Resumed from 20k, where the first folder has an evaluation: taken; then drop that evaluation.
-        run = _resumed_run(tmp_path / "gap", resumed_from=20_000)
-        first = tmp_path / "gap" / "first" / "logs" / "her" / "FetchPush-v4_1"
+        first, run = _resumed_run(tmp_path / "gap", resumed_from=20_000)
         np.savez(first / "evaluations.npz", timesteps=[40_000], successes=[[1, 1]], train_seconds=[90.0])
         experiments.check_run(task, run)
-    best = _resumed_run(tmp_path / "best")
-    first = tmp_path / "best" / "first" / "logs" / "her" / "FetchPush-v4_1"
+    first, best = _resumed_run(tmp_path / "best")
     (first / "best_model.zip").write_bytes(b"")
     args_path = best / "FetchPush-v4" / "args.yml"
     write_yaml_file(args_path, {**load_yaml_file(args_path), "trained_agent": str(first / "best_model.zip")})
     with pytest.raises(UsageError, match=r"best_model\.zip, not a checkpoint of that run"):
         experiments.check_run(task, best)
-    gone = _resumed_run(tmp_path / "gone")
-    (tmp_path / "gone" / "first" / "logs" / "her" / "FetchPush-v4_1" / "rl_model_40000_steps.zip").unlink()
+    first, gone = _resumed_run(tmp_path / "gone")
+    (first / "rl_model_40000_steps.zip").unlink()
     with pytest.raises(UsageError, match="which is gone"):
         experiments.check_run(task, gone)
