@@ -145,6 +145,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "n-steps-3": ("her.n_steps:3",),
     # Wider networks at the same update count: 3 x 512 instead of 3 x 256.
     "wide-512": ("policy_kwargs.net_arch:[512, 512, 512]",),
+    # LayerNorm after every hidden layer of the actor and the critic (mrl's networks; her_wrap.sb3.policies).
+    "layer-norm": ("policy_kwargs.layer_norm:true",),
     # Half of the training episodes start with the object in the gripper (the HER paper's pick-and-place
     # aid; her_wrap.envs.GraspStartWrapper); evaluations start as the task does.
     "grasp-start": ("grasp_start:0.5",),

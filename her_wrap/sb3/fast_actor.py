@@ -11,7 +11,8 @@ observation keys are flattened and joined in numpy, then each ``Linear`` layer i
 (what ``nn.Linear`` calls on a CPU) followed by its activation. It covers the actors SB3 builds for DDPG
 and TD3 (:class:`~stable_baselines3.td3.policies.TD3Policy`): a flattening extractor over ``Box``
 observations (``MlpPolicy``'s, or ``MultiInputPolicy``'s one flattening per key), then ``Linear`` layers
-with ReLU, Tanh or no activation, on the CPU. For anything else (SAC's stochastic actor, another
+(each optionally followed by a ``LayerNorm``, as :mod:`her_wrap.sb3.policies` builds them) with ReLU, Tanh
+or no activation, on the CPU. For anything else (SAC's stochastic actor, another
 activation, image observations, a custom extractor or policy, a GPU, a forward hook on the actor) it
 returns None and the caller keeps SB3's path.
 
@@ -28,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import torch as th
+import torch.nn.functional as F
 from gymnasium import spaces
 from stable_baselines3.common.policies import BaseModel, BasePolicy
 from stable_baselines3.common.preprocessing import is_image_space
@@ -44,6 +46,7 @@ class _Layer:
     weight: th.Tensor
     bias: th.Tensor | None
     activation: Callable[[th.Tensor], th.Tensor] | None
+    norm: th.nn.LayerNorm | None = None
 
 
 @dataclass(frozen=True)
@@ -92,16 +95,26 @@ def _flattens_rows(module: th.nn.Module) -> bool:
 
 
 def _layers(network: th.nn.Module) -> tuple[_Layer, ...] | None:
-    """The ``Linear`` layers of a ``Sequential`` of ``Linear`` and ReLU / Tanh modules, or None."""
+    """The ``Linear`` layers of a ``Sequential`` of ``Linear``, LayerNorm and ReLU / Tanh modules, or None.
+
+    Each ``Linear`` may be followed by one ``LayerNorm``, then by one activation, in that order.
+    """
     if type(network) is not th.nn.Sequential:
         return None
     layers: list[_Layer] = []
     for module in network:
+        last = layers[-1] if layers else None
         if type(module) is th.nn.Linear:
             layers.append(_Layer(module.weight, module.bias, None))
-        elif type(module) in _ACTIVATIONS and layers and layers[-1].activation is None:
-            last = layers[-1]
-            layers[-1] = _Layer(last.weight, last.bias, _ACTIVATIONS[type(module)])
+        elif type(module) in _ACTIVATIONS and last is not None and last.activation is None:
+            layers[-1] = _Layer(last.weight, last.bias, _ACTIVATIONS[type(module)], last.norm)
+        elif (
+            type(module) is th.nn.LayerNorm
+            and last is not None
+            and last.norm is None
+            and last.activation is None
+        ):
+            layers[-1] = _Layer(last.weight, last.bias, None, module)
         else:
             return None
     return tuple(layers) if layers else None
@@ -217,6 +230,9 @@ def exploration_actions(policy: Any, observation: np.ndarray | Mapping[str, np.n
                 features = features @ layer.weight.t()
             else:
                 features = th.addmm(layer.bias, features, layer.weight.t())
+            if layer.norm is not None:  # what nn.LayerNorm.forward calls
+                norm = layer.norm
+                features = F.layer_norm(features, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
             if layer.activation is not None:
                 features = layer.activation(features)
     actions = features.numpy().reshape((-1, *policy.action_space.shape))

@@ -38,6 +38,7 @@ from her_wrap.sb3.persistence import (
     read_saved_her,
     write_her_members,
 )
+from her_wrap.sb3.policies import resolve_layer_norm_policy
 from her_wrap.sb3.replay_wrapper import HindsightExperienceReplayWrapper
 from her_wrap.sb3.update_options import UpdateOptions
 
@@ -176,8 +177,10 @@ class HER(LearnerAttributes):
         learner_env = self._use_env(env)
         # Any: every concrete learner takes _init_setup_model, their OffPolicyAlgorithm base does not.
         learner_class: Any = self._learner_class()
+        # policy_kwargs layer_norm=True on SB3's DDPG / TD3: their policy with LayerNorm (her_wrap.sb3.policies).
+        learner_policy = resolve_layer_norm_policy(policy, learner_class, model_kwargs.get("policy_kwargs"))
         self.model: OffPolicyAlgorithm = learner_class(
-            policy, learner_env, _init_setup_model=False, **model_kwargs
+            learner_policy, learner_env, _init_setup_model=False, **model_kwargs
         )
         if self.update_options.random_action_prob > 0 and not isinstance(
             self.model.action_space, gym.spaces.Box

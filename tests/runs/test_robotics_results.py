@@ -112,6 +112,7 @@ def test_fetch_push_ships_8_relabeled_goals_and_the_other_manipulation_tasks_4()
         ("random-0.2", lambda config: config.her["random_action_prob"] == 0.2),
         ("n-steps-3", lambda config: config.her["n_steps"] == 3),
         ("wide-512", lambda config: config.learner_kwargs["policy_kwargs"]["net_arch"] == [512, 512, 512]),
+        ("layer-norm", lambda config: config.learner_kwargs["policy_kwargs"]["layer_norm"] is True),
         ("n-sampled-goal-4", lambda config: config.hindsight.n_sampled_goal == 4),
         ("grasp-start", lambda config: config.grasp_start == 0.5),
         ("movement-floor-0.001", lambda config: config.hindsight.movement_floor == 0.001),

@@ -108,6 +108,34 @@ def test_lean_forward_gives_sb3s_actions_bit_for_bit(model_class, policy):
     assert (lean >= model.model.action_space.low).all() and (lean <= model.model.action_space.high).all()
 
 
+@pytest.mark.parametrize("policy", ["MultiInputPolicy", "MlpPolicy"])
+def test_lean_forward_follows_layer_norm_networks_bit_for_bit(policy):
+    model = train_model(DDPG, policy, layer_norm=True)  # its own: the test changes the norms
+    learner_policy = model.model.policy
+    norms = [module for module in learner_policy.actor.mu if isinstance(module, th.nn.LayerNorm)]
+    assert len(norms) == 2
+    with th.no_grad():  # scales and shifts away from their initial 1 and 0
+        for norm in norms:
+            norm.weight.uniform_(0.5, 1.5)
+            norm.bias.uniform_(-0.5, 0.5)
+    assert actor_plan(learner_policy) is not None
+    observation = random_observation(model, 5)
+    lean = exploration_actions(learner_policy, observation)
+    np.testing.assert_array_equal(lean, learner_policy.predict(observation, deterministic=False)[0])
+
+
+def test_a_layer_norm_out_of_place_is_left_to_sb3():
+    model = train_model(DDPG, layer_norm=True)
+    policy = model.model.policy
+    modules = list(policy.actor.mu)  # Linear, LayerNorm, ReLU, ...: move the first norm after its ReLU
+    policy.actor.mu = th.nn.Sequential(modules[0], modules[2], modules[1], *modules[3:])
+    assert actor_plan(policy) is None
+    policy.actor.mu = th.nn.Sequential(modules[0], modules[1], copy.deepcopy(modules[1]), *modules[2:])
+    assert actor_plan(policy) is None
+    policy.actor.mu = th.nn.Sequential(*modules)
+    assert actor_plan(policy) is not None
+
+
 def test_lean_forward_follows_a_tanh_network():
     model = trained(TD3, activation_fn=th.nn.Tanh)
     observation = random_observation(model, 4)
