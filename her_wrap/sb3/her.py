@@ -103,7 +103,8 @@ class HER(LearnerAttributes):
         gradient step (off by default). See :class:`~her_wrap.sb3.update_options.UpdateOptions` for these
         four; any of them makes the learner train with HER's weighted train step
     :param model_kwargs: everything else goes to the learner (``learning_rate``, ``buffer_size``,
-        ``batch_size``, ``policy_kwargs``, ``seed``, ``verbose``...)
+        ``batch_size``, ``policy_kwargs``, ``seed``, ``verbose``...). ``policy_kwargs=dict(layer_norm=True)``
+        builds DDPG's and TD3's networks with LayerNorm (:mod:`her_wrap.sb3.policies`)
     """
 
     def __init__(
