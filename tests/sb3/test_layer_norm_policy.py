@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch as th
+from core_trajectories import assert_same_state
 from stable_baselines3 import DDPG, SAC, TD3
 from stable_baselines3.td3.policies import TD3Policy
 
@@ -74,10 +75,7 @@ def test_layer_norm_follows_every_hidden_layer_of_actor_and_critics(model_class,
             assert layer_types(q_net) == [*hidden, ("Linear", 1)]
     # The targets start as copies; the optimizers hold the norms' scales and shifts too.
     for online, target in ((learner.actor, learner.actor_target), (learner.critic, learner.critic_target)):
-        for (name, value), target_value in zip(
-            online.state_dict().items(), target.state_dict().values(), strict=True
-        ):
-            assert th.equal(value, target_value), name
+        assert_same_state(online.state_dict(), target.state_dict())
     optimized = {
         id(parameter) for group in learner.actor.optimizer.param_groups for parameter in group["params"]
     }
@@ -92,10 +90,7 @@ def test_layer_norm_false_builds_sb3s_networks_with_the_same_weights():
     plain = make_her().model
     unnormed = make_her(LayerNormMultiInputPolicy, layer_norm=False).model
     assert not any(isinstance(module, th.nn.LayerNorm) for module in unnormed.policy.modules())
-    for (name, value), other in zip(
-        plain.policy.state_dict().items(), unnormed.policy.state_dict().values(), strict=True
-    ):
-        assert th.equal(value, other), name
+    assert_same_state(plain.policy.state_dict(), unnormed.policy.state_dict())
 
 
 def test_a_policy_class_given_directly_is_used_and_reads_dict_observations():
@@ -127,10 +122,7 @@ def test_a_trained_layer_norm_agent_saves_and_loads_with_its_networks(tmp_path):
     loaded = HER.load(tmp_path / "agent", env=bit_env())
     assert type(loaded.model.policy) is LayerNormMultiInputPolicy
     assert loaded.model.policy_kwargs["layer_norm"] is True
-    for (name, value), other in zip(
-        model.model.policy.state_dict().items(), loaded.model.policy.state_dict().values(), strict=True
-    ):
-        assert th.equal(value, other), name
+    assert_same_state(model.model.policy.state_dict(), loaded.model.policy.state_dict())
     observation = {key: np.stack([value] * 3) for key, value in bit_env().reset(seed=5)[0].items()}
     np.testing.assert_array_equal(
         loaded.predict(observation, deterministic=True)[0], model.predict(observation, deterministic=True)[0]
