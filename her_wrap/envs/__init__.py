@@ -1,6 +1,6 @@
 """Goal envs for HER: the bit-flipping task, the env registry, the dict <-> flat observation wrapper, the
-grasped start of pick-and-place episodes, faster joint reads of gymnasium-robotics' MuJoCo envs, and env
-checks.
+grasped start of pick-and-place episodes, faster joint reads of gymnasium-robotics' MuJoCo envs,
+deterministic runs on panda-gym's envs, and env checks.
 
 Importing this package registers her_wrap's gymnasium ids (once; importing again changes nothing):
 
@@ -24,6 +24,7 @@ from her_wrap.envs.checks import (
 )
 from her_wrap.envs.goal_wrapper import GoalKeyLayout, GoalObservationLayout, HERGoalEnvWrapper
 from her_wrap.envs.grasp_start import GraspStartWrapper
+from her_wrap.envs.panda_determinism import make_panda_deterministic
 from her_wrap.envs.registry import (
     EnvRegistryError,
     MissingExtraError,
@@ -52,6 +53,7 @@ __all__ = [
     "check_vectorized_reward",
     "ensure_registered",
     "make_goal_env",
+    "make_panda_deterministic",
     "make_vectorized_reward",
     "register_envs",
     "speed_up_robot_observations",

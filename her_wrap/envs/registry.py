@@ -28,6 +28,7 @@ from typing import Any
 import gymnasium
 
 from her_wrap.envs.checks import check_goal_space  # re-exported: its home is envs.checks
+from her_wrap.envs.panda_determinism import make_panda_deterministic
 from her_wrap.envs.robot_observations import speed_up_robot_observations
 
 #: her_wrap's own ids and the keyword arguments they fix. Neither sets ``max_episode_steps``: the env
@@ -157,7 +158,9 @@ def make_goal_env(env_id: str, **env_kwargs: Any) -> gymnasium.Env:
 
     A gymnasium-robotics MuJoCo robot env (Fetch, Hand) reads its robot joints by addresses found once
     (:func:`~her_wrap.envs.robot_observations.speed_up_robot_observations`: the same observations, in
-    less time).
+    less time). A panda-gym env's resets without a seed follow its last seeded reset, and its contacts are
+    ordered (:func:`~her_wrap.envs.panda_determinism.make_panda_deterministic`), so a seeded run repeats
+    itself.
 
     :param env_id: see :func:`ensure_registered`
     :param env_kwargs: keyword arguments of the env (``n_bits=15``, ``render_mode=...``)
@@ -167,6 +170,7 @@ def make_goal_env(env_id: str, **env_kwargs: Any) -> gymnasium.Env:
     ensure_registered(env_id)
     env = gymnasium.make(env_id, **env_kwargs)
     speed_up_robot_observations(env)
+    make_panda_deterministic(env)
     return env
 
 
