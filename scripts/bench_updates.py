@@ -87,6 +87,14 @@ RECIPES = [
         [256, 256, 256],
         0.04,
     ),
+    Recipe(
+        "configs/her.yml manipulation DDPG, LayerNorm (3 x 256, batch 2048, 20 updates per 500 steps)",
+        "ddpg",
+        2048,
+        [256, 256, 256],
+        0.04,
+        {"policy_kwargs": {"layer_norm": True}},
+    ),
     Recipe("FetchReach SAC preset (2 x 256, batch 256, 1 update per step)", "sac", 256, [256, 256], 1.0),
 ]
 
@@ -171,13 +179,21 @@ def main() -> None:
     parser.add_argument("--peak-gflops", type=float, default=75.0, help="fp32 matmul peak of one core")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="short timings, for a check")
+    parser.add_argument(
+        "--only",
+        metavar="TEXT",
+        help="time only the recipes whose name contains TEXT (e.g. 'manipulation': the entry's networks without and with LayerNorm)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench_updates.md")
     args = parser.parse_args()
     seconds = 0.5 if args.quick else args.seconds
     fill_steps = 300 if args.quick else args.fill
+    recipes = [recipe for recipe in RECIPES if args.only is None or args.only in recipe.name]
+    if not recipes:
+        parser.error(f"--only {args.only!r} matches no recipe; recipes: {'; '.join(r.name for r in RECIPES)}")
     th.set_num_threads(1)
     results = []
-    for recipe in RECIPES:
+    for recipe in recipes:
         print(f"{recipe.name} ...", flush=True)
         results.append((recipe, measure(recipe, args.env, args.seed, seconds, fill_steps)))
         print("\n".join(table(results[-1:], args.peak_gflops, args.env)[2:]), flush=True)
@@ -186,7 +202,8 @@ def main() -> None:
         "# Learner updates on a CPU: time, floating-point work, and where an env step's time goes",
         "",
         "```",
-        f"python scripts/bench_updates.py --env {args.env} --seconds {args.seconds}",
+        f"python scripts/bench_updates.py --env {args.env} --seconds {args.seconds}"
+        + (f" --only '{args.only}'" if args.only else ""),
         "```",
         "",
         f"{args.env}, `MultiInputPolicy`, HER's normalization, future k = 4, gamma 0.95. One gradient step is "
