@@ -147,6 +147,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "wide-512": ("policy_kwargs.net_arch:[512, 512, 512]",),
     # LayerNorm after every hidden layer of the actor and the critic (mrl's networks; her_wrap.sb3.policies).
     "layer-norm": ("policy_kwargs.layer_norm:true",),
+    # SB3's plain networks: the FetchPush entry before it took LayerNorm (the same weights and training, bit
+    # for bit, as the entry without the key).
+    "no-layer-norm": ("policy_kwargs.layer_norm:false",),
     # Half of the training episodes start with the object in the gripper (the HER paper's pick-and-place
     # aid; her_wrap.envs.GraspStartWrapper); evaluations start as the task does.
     "grasp-start": ("grasp_start:0.5",),

@@ -151,6 +151,21 @@ def test_push_entry_draws_by_movement_alone_and_a_variant_undoes_it() -> None:
     assert undone.her == kept and undone.to_entry() == {**shipped.to_entry(), "her": kept}
 
 
+def test_push_entry_alone_has_layer_norm_and_a_variant_gives_sb3s_networks() -> None:
+    layer_norm = {
+        task.env_id: load_run_config(default_config_path(), task.env_id).learner_kwargs["policy_kwargs"]
+        for task in experiments.ENTRY_TASKS.values()
+    }
+    assert layer_norm.pop("FetchPush-v4") == {"net_arch": [256, 256, 256], "layer_norm": True}
+    assert all(kwargs == {"net_arch": [256, 256, 256]} for kwargs in layer_norm.values())
+    shipped = load_run_config(default_config_path(), "FetchPush-v4")
+    undone = load_run_config(
+        default_config_path(), "FetchPush-v4", overrides=experiments.VARIANTS["no-layer-norm"]
+    )
+    assert undone.learner_kwargs["policy_kwargs"] == {"net_arch": [256, 256, 256], "layer_norm": False}
+    assert {**undone.to_entry(), "policy_kwargs": None} == {**shipped.to_entry(), "policy_kwargs": None}
+
+
 def test_an_unknown_variant_is_refused_listing_the_known_ones() -> None:
     with pytest.raises(UsageError, match="updates-40"):
         experiments.variant_overrides("updates-41")
