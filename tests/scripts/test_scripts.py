@@ -73,3 +73,12 @@ def test_an_unknown_option_of_a_script_is_refused_naming_it() -> None:
     completed = run_script("scripts/robotics_results.py", "run", "fetch-push-ddpg", "--no-such-option")
     assert completed.returncode == 2
     assert "--no-such-option" in completed.stderr
+
+
+def test_bench_updates_only_refuses_text_that_matches_no_recipe_listing_them() -> None:
+    completed = run_script(
+        "scripts/bench_updates.py", "--only", "no such recipe", "--quick", "--out", "/dev/null"
+    )
+    assert completed.returncode == 2
+    assert "--only 'no such recipe' matches no recipe" in completed.stderr
+    assert "manipulation DDPG, LayerNorm" in completed.stderr
