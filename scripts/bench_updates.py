@@ -17,6 +17,7 @@ Usage::
 
     python scripts/bench_updates.py                        # writes docs/bench_updates.md
     python scripts/bench_updates.py --quick --out /tmp/u.md  # a few seconds per recipe
+    python scripts/bench_updates.py --only manipulation      # two recipes, printed only
 """
 
 from __future__ import annotations
@@ -184,7 +185,12 @@ def main() -> None:
         metavar="TEXT",
         help="time only the recipes whose name contains TEXT (e.g. 'manipulation': the entry's networks without and with LayerNorm)",
     )
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench_updates.md")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where the page goes (default: docs/bench_updates.md; with --only, printed and written nowhere)",
+    )
     args = parser.parse_args()
     seconds = 0.5 if args.quick else args.seconds
     fill_steps = 300 if args.quick else args.fill
@@ -218,8 +224,11 @@ def main() -> None:
         f"torch {th.__version__}; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end "
         "(other jobs on the machine inflate the 2-thread figures most).",
     ]
-    args.out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+    out = args.out or (None if args.only else ROOT / "docs" / "bench_updates.md")
+    if out is None:  # a subset of the recipes must not replace the page of all of them
+        return
+    out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ run of a deterministic learner repeats itself exactly. panda-gym 3.0.7 breaks it
 
 - **Resets.** ``RobotTaskEnv.reset`` reseeds the task from the operating system's entropy on every reset
   that gets no seed (``seeding.np_random(None)``), so only the first episode of a seeded run is
-  reproducible. panda-gym's tracker has it as issue 94 (fixed there for Reach and Slide, open for Push,
-  PickAndPlace, Stack and Flip).
+  reproducible. panda-gym's tracker has it as issue 94 (listed there as fixed for the Reach and Slide
+  tasks and open for Push, PickAndPlace, Stack and Flip; the reset above is shared by every task of 3.0.7).
 - **Contacts.** PyBullet orders the pairs of touching bodies as they come out of its pair cache unless
   ``deterministicOverlappingPairs`` is on, and that order can differ from one process to the next: an
   object put between the closing fingers (:class:`~her_wrap.envs.GraspStartWrapper`) came out in one of

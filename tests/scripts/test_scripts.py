@@ -82,3 +82,13 @@ def test_bench_updates_only_refuses_text_that_matches_no_recipe_listing_them() -
     assert completed.returncode == 2
     assert "--only 'no such recipe' matches no recipe" in completed.stderr
     assert "manipulation DDPG, LayerNorm" in completed.stderr
+
+
+def test_bench_updates_only_prints_its_recipes_and_leaves_the_page_of_all_of_them() -> None:
+    page = ROOT / "docs" / "bench_updates.md"
+    before = page.read_text()
+    completed = run_script("scripts/bench_updates.py", "--only", "FetchReach SAC preset", "--quick")
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert "| FetchReach SAC preset (2 x 256, batch 256, 1 update per step) |" in completed.stdout
+    assert "| SAC (3 x 256" not in completed.stdout
+    assert page.read_text() == before
