@@ -26,7 +26,7 @@ import argparse
 import os
 import platform
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,15 @@ class Recipe:
         )
 
 
+#: The manipulation entry's update (FetchPush's networks without its LayerNorm).
+MANIPULATION = Recipe(
+    "configs/her.yml manipulation DDPG (3 x 256, batch 2048, 20 updates per 500 steps)",
+    "ddpg",
+    2048,
+    [256, 256, 256],
+    0.04,
+)
+
 RECIPES = [
     Recipe(
         "zoo TQC (3 x 512, 2 critics, batch 2048, 1 update per step)",
@@ -81,20 +90,11 @@ RECIPES = [
         "HER paper DDPG (3 x 256, batch 256, 40 updates per 100 steps)", "ddpg", 256, [256, 256, 256], 0.4
     ),
     Recipe("DDPG (3 x 256, batch 1024, 10 updates per 100 steps)", "ddpg", 1024, [256, 256, 256], 0.1),
-    Recipe(
-        "configs/her.yml manipulation DDPG (3 x 256, batch 2048, 20 updates per 500 steps)",
-        "ddpg",
-        2048,
-        [256, 256, 256],
-        0.04,
-    ),
-    Recipe(
-        "configs/her.yml manipulation DDPG, LayerNorm (3 x 256, batch 2048, 20 updates per 500 steps)",
-        "ddpg",
-        2048,
-        [256, 256, 256],
-        0.04,
-        {"policy_kwargs": {"layer_norm": True}},
+    MANIPULATION,
+    replace(
+        MANIPULATION,
+        name=MANIPULATION.name.replace("DDPG", "DDPG, LayerNorm"),
+        extra={"policy_kwargs": {"layer_norm": True}},
     ),
     Recipe("FetchReach SAC preset (2 x 256, batch 256, 1 update per step)", "sac", 256, [256, 256], 1.0),
 ]
@@ -197,12 +197,15 @@ def main() -> None:
     recipes = [recipe for recipe in RECIPES if args.only is None or args.only in recipe.name]
     if not recipes:
         parser.error(f"--only {args.only!r} matches no recipe; recipes: {'; '.join(r.name for r in RECIPES)}")
+    out = args.out or (None if args.only else ROOT / "docs" / "bench_updates.md")
     th.set_num_threads(1)
     results = []
     for recipe in recipes:
         print(f"{recipe.name} ...", flush=True)
         results.append((recipe, measure(recipe, args.env, args.seed, seconds, fill_steps)))
         print("\n".join(table(results[-1:], args.peak_gflops, args.env)[2:]), flush=True)
+    if out is None:  # a subset of the recipes must not replace the page of all of them
+        return
     load = os.getloadavg()
     lines = [
         "# Learner updates on a CPU: time, floating-point work, and where an env step's time goes",
@@ -224,9 +227,6 @@ def main() -> None:
         f"torch {th.__version__}; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end "
         "(other jobs on the machine inflate the 2-thread figures most).",
     ]
-    out = args.out or (None if args.only else ROOT / "docs" / "bench_updates.md")
-    if out is None:  # a subset of the recipes must not replace the page of all of them
-        return
     out.write_text("\n".join(lines) + "\n")
     print(f"wrote {out}")
 

@@ -152,12 +152,12 @@ def test_push_entry_draws_by_movement_alone_and_a_variant_undoes_it() -> None:
 
 
 def test_push_entry_alone_has_layer_norm_and_a_variant_gives_sb3s_networks() -> None:
-    layer_norm = {
+    policy_kwargs = {
         task.env_id: load_run_config(default_config_path(), task.env_id).learner_kwargs["policy_kwargs"]
         for task in experiments.ENTRY_TASKS.values()
     }
-    assert layer_norm.pop("FetchPush-v4") == {"net_arch": [256, 256, 256], "layer_norm": True}
-    assert all(kwargs == {"net_arch": [256, 256, 256]} for kwargs in layer_norm.values())
+    assert policy_kwargs.pop("FetchPush-v4") == {"net_arch": [256, 256, 256], "layer_norm": True}
+    assert all(kwargs == {"net_arch": [256, 256, 256]} for kwargs in policy_kwargs.values())
     shipped = load_run_config(default_config_path(), "FetchPush-v4")
     undone = load_run_config(
         default_config_path(), "FetchPush-v4", overrides=experiments.VARIANTS["no-layer-norm"]
