@@ -1,0 +1,151 @@
+"""Rename a manipulation task's result rows once its shipped entry takes a change that a variant measured.
+
+When ``configs/her.yml`` ships a change first measured as a variant (FetchPush's ``layer-norm``, a
+smaller budget such as ``budget-440k``), the rows that ran the change now ran the entry, and every other
+row of the task ran the entry *before* it, which a variant must name (``no-layer-norm``, ``budget-600k``).
+:func:`relabel_entry_rows` renames the rows and rewrites their commands from the entry as it now is, so
+every row of the results file still says which command trains it::
+
+    python scripts/robotics_results.py relabel panda-push-ddpg --promoted budget-440k --previous budget-600k
+
+Run it after the entry (``configs/her.yml``) and its task (:data:`~her_wrap.runs.experiments.ENTRY_TASKS`)
+have changed: it refuses a change that the shipped entry does not make yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from her_wrap.runs.config import load_run_config
+from her_wrap.runs.errors import UsageError
+from her_wrap.runs.experiments import (
+    EntryTask,
+    _budget_of,
+    _reproducing_commands,
+    variant_budget,
+    variant_overrides,
+)
+from her_wrap.runs.results import record_label
+
+
+@dataclass(frozen=True)
+class Renamed:
+    """One row renamed: its key before and after, and the ``her-wrap train`` command it now gives."""
+
+    old_key: str
+    new_key: str
+    train_command: str
+
+
+def _parts(variant: str | None) -> list[str]:
+    return variant.split("+") if variant else []
+
+
+def _entry_settings(task: EntryTask, overrides: tuple[str, ...]) -> dict[str, Any]:
+    return load_run_config(task.config_path(), task.env_id, overrides=overrides).to_entry()
+
+
+def _check_promoted(task_name: str, task: EntryTask, promoted: str) -> None:
+    """The shipped entry must already make the promoted change: applying it changes nothing."""
+    budget = variant_budget(promoted)
+    if budget is not None and budget != task.steps:
+        raise UsageError(
+            f"{task_name} trains {task.steps} env steps, not {budget} ({promoted}): set the entry's "
+            "n_timesteps and its ENTRY_TASKS steps first"
+        )
+    overrides = variant_overrides(promoted)
+    shipped = _entry_settings(task, ())
+    changed = _entry_settings(task, overrides)
+    differences = sorted(key for key in {*shipped, *changed} if shipped.get(key) != changed.get(key))
+    if differences:
+        raise UsageError(
+            f"the shipped {task.env_id} entry does not make {promoted} yet ({' '.join(overrides)} changes "
+            f"{', '.join(differences)}): change configs/{task.config} first"
+        )
+
+
+def _check_previous(task_name: str, task: EntryTask, previous: str) -> None:
+    """The previous entry must differ from the shipped one."""
+    budget = variant_budget(previous)
+    if budget is not None and budget != task.steps:
+        return
+    overrides = variant_overrides(previous)
+    if _entry_settings(task, overrides) == _entry_settings(task, ()):
+        raise UsageError(
+            f"{previous} changes nothing in the shipped {task.env_id} entry, so it cannot name the entry "
+            f"{task_name} had before"
+        )
+
+
+def relabel_entry_rows(
+    results: dict[str, dict[str, Any]],
+    task_name: str,
+    task: EntryTask,
+    promoted: str,
+    previous: str | None,
+) -> tuple[dict[str, dict[str, Any]], list[Renamed]]:
+    """The results with ``task_name``'s rows renamed for an entry that now makes ``promoted``'s change.
+
+    - A row whose variant has every part of ``promoted`` ran the entry: it loses those parts
+      (``layer-norm+td3`` becomes ``td3``).
+    - Any other row ran the entry before: it gains ``previous``'s parts in front of its own
+      (``td3`` becomes ``no-layer-norm+td3``), except a budget part where the row sets its own budget.
+
+    Each renamed row gets its ``variant``, ``overrides``, ``command`` and ``train_command`` from the entry
+    as it now is; its curve, settings and figures stay as they ran. Rows of other tasks, and the file's
+    order of rows, stay as they are.
+
+    :param results: the records of a results file, keyed ``LABEL/SEED`` (not changed)
+    :param task: the task as it now is (:data:`~her_wrap.runs.experiments.ENTRY_TASKS`)
+    :param promoted: the variant the entry now ships (one name, or several joined by ``+``)
+    :param previous: the variant that gives the entry before, from the entry as it now is; needed when
+        any row did not run ``promoted``
+    :returns: the new results and the renamed rows, in the file's order
+    :raises UsageError: when the entry does not make ``promoted`` yet, ``previous`` changes nothing or is
+        missing, a renamed row's env steps are not its new command's budget, or two rows would share a key
+    """
+    _check_promoted(task_name, task, promoted)
+    if previous is not None:
+        _check_previous(task_name, task, previous)
+    promoted_parts = _parts(promoted)
+    renamed: list[Renamed] = []
+    updated: dict[str, dict[str, Any]] = {}
+    for key, record in results.items():
+        label, seed = key.rsplit("/", 1)
+        name, *parts = label.split("+")
+        if name != task_name:
+            updated[key] = record
+            continue
+        if all(part in parts for part in promoted_parts):
+            new_parts = [part for part in parts if part not in promoted_parts]
+        elif previous is None:
+            raise UsageError(
+                f"row {key} did not run {promoted}: pass --previous, the variant that gives the entry "
+                f"{task_name} had before"
+            )
+        else:
+            own_budget = any(_budget_of(part) is not None for part in parts)
+            new_parts = [
+                part for part in _parts(previous) if not (own_budget and _budget_of(part) is not None)
+            ] + parts
+        variant = "+".join(new_parts) or None
+        row_task = task.with_variant(variant)
+        if record.get("steps") != row_task.steps:
+            raise UsageError(
+                f"row {key} ran {record.get('steps')} env steps, but as {record_label(task_name, variant)} "
+                f"its command trains {row_task.steps}: is the budget of {task_name} (or of --previous) right?"
+            )
+        new_key = f"{record_label(task_name, variant)}/{seed}"
+        if new_key in updated:
+            (first,) = [item.old_key for item in renamed if item.new_key == new_key]
+            raise UsageError(f"rows {first} and {key} would both become {new_key}")
+        commands = _reproducing_commands(task_name, row_task, int(seed), variant)
+        updated[new_key] = {
+            **record,
+            "variant": variant,
+            "overrides": list(variant_overrides(variant)),
+            **commands,
+        }
+        renamed.append(Renamed(key, new_key, commands["train_command"]))
+    return updated, renamed

@@ -1,0 +1,163 @@
+"""Renaming a task's result rows when its shipped entry takes a variant's change (:mod:`her_wrap.runs.relabel`)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from her_wrap.runs.errors import UsageError
+from her_wrap.runs.experiments import ENTRY_TASKS
+from her_wrap.runs.relabel import relabel_entry_rows
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The PandaPush task with a budget of 600k env steps, and as it is once a 440k budget ships (the entry's
+#: settings are read from configs/her.yml; the budget is the task's).
+PANDA_PUSH = dataclasses.replace(ENTRY_TASKS["panda-push-ddpg"], steps=600_000)
+PANDA_PUSH_440K = dataclasses.replace(PANDA_PUSH, steps=440_000)
+FETCH_PUSH = ENTRY_TASKS["fetch-push-ddpg"]
+
+
+def row(steps: int, variant: str | None = None, final: float = 0.9) -> dict[str, Any]:
+    """A recorded row as ``record`` writes one (the fields relabeling reads or rewrites, and a figure)."""
+    return {
+        "kind": "entry",
+        "steps": steps,
+        "final_success": final,
+        "variant": variant,
+        "overrides": [],
+        "command": "stale",
+        "train_command": "stale",
+    }
+
+
+def test_a_shipped_budget_makes_its_rows_the_entrys_and_the_old_rows_name_the_old_budget() -> None:
+    results = {
+        "fetch-push-ddpg/0": row(600_000, final=1.0),
+        "panda-push-ddpg/0": row(600_000, final=1.0),
+        "panda-push-ddpg+budget-360k/1": row(360_000, "budget-360k", final=0.89),
+        "panda-push-ddpg+budget-440k/0": row(440_000, "budget-440k", final=0.95),
+    }
+    before = copy.deepcopy(results)
+    updated, renamed = relabel_entry_rows(
+        results, "panda-push-ddpg", PANDA_PUSH_440K, "budget-440k", "budget-600k"
+    )
+    assert results == before
+    assert list(updated) == [
+        "fetch-push-ddpg/0",
+        "panda-push-ddpg+budget-600k/0",
+        "panda-push-ddpg+budget-360k/1",
+        "panda-push-ddpg/0",
+    ]
+    assert updated["fetch-push-ddpg/0"] is results["fetch-push-ddpg/0"]
+    entry = updated["panda-push-ddpg/0"]
+    assert entry["final_success"] == 0.95 and entry["variant"] is None and entry["overrides"] == []
+    assert entry["command"] == "python scripts/robotics_results.py run panda-push-ddpg --seeds 0"
+    assert " -n 440000 " in entry["train_command"]
+    old = updated["panda-push-ddpg+budget-600k/0"]
+    assert old["final_success"] == 1.0 and old["variant"] == "budget-600k"
+    assert old["command"].endswith("--seeds 0 --variant budget-600k")
+    assert " -n 600000 " in old["train_command"]
+    assert " -n 360000 " in updated["panda-push-ddpg+budget-360k/1"]["train_command"]
+    assert [(item.old_key, item.new_key) for item in renamed] == [
+        ("panda-push-ddpg/0", "panda-push-ddpg+budget-600k/0"),
+        ("panda-push-ddpg+budget-360k/1", "panda-push-ddpg+budget-360k/1"),
+        ("panda-push-ddpg+budget-440k/0", "panda-push-ddpg/0"),
+    ]
+
+
+def test_a_shipped_change_of_settings_moves_between_the_rows_parts_and_rewrites_their_params() -> None:
+    results = {
+        "fetch-push-ddpg+layer-norm+td3/2": row(600_000, "layer-norm+td3"),
+        "fetch-push-ddpg+td3/2": row(600_000, "td3"),
+        "fetch-push-ddpg+budget-1m/2": row(1_000_000, "budget-1m"),
+    }
+    updated, _ = relabel_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "layer-norm", "no-layer-norm")
+    assert list(updated) == [
+        "fetch-push-ddpg+td3/2",
+        "fetch-push-ddpg+no-layer-norm+td3/2",
+        "fetch-push-ddpg+no-layer-norm+budget-1m/2",
+    ]
+    assert updated["fetch-push-ddpg+td3/2"]["overrides"] == ["model_class:td3"]
+    old = updated["fetch-push-ddpg+no-layer-norm+td3/2"]
+    assert old["overrides"] == ["policy_kwargs.layer_norm:false", "model_class:td3"]
+    assert old["train_command"].endswith("-params policy_kwargs.layer_norm:false model_class:td3")
+    assert " -n 1000000 " in updated["fetch-push-ddpg+no-layer-norm+budget-1m/2"]["train_command"]
+
+
+def test_a_change_the_shipped_entry_does_not_make_yet_is_refused_naming_the_setting() -> None:
+    results = {"fetch-push-ddpg+td3/0": row(600_000, "td3")}
+    with pytest.raises(UsageError, match=r"does not make td3 yet \(model_class:td3 changes model_class\)"):
+        relabel_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "td3", None)
+    with pytest.raises(UsageError, match="trains 600000 env steps, not 440000"):
+        relabel_entry_rows(results, "panda-push-ddpg", PANDA_PUSH, "budget-440k", "budget-600k")
+
+
+def test_a_previous_variant_that_changes_nothing_or_none_for_old_rows_is_refused() -> None:
+    results = {"fetch-push-ddpg/0": row(600_000), "fetch-push-ddpg+layer-norm/1": row(600_000, "layer-norm")}
+    with pytest.raises(UsageError, match="layer-norm changes nothing in the shipped FetchPush-v4 entry"):
+        relabel_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "layer-norm", "layer-norm")
+    with pytest.raises(UsageError, match="row fetch-push-ddpg/0 did not run layer-norm: pass --previous"):
+        relabel_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "layer-norm", None)
+    only_promoted = {"fetch-push-ddpg+layer-norm/1": row(600_000, "layer-norm")}
+    updated, _ = relabel_entry_rows(only_promoted, "fetch-push-ddpg", FETCH_PUSH, "layer-norm", None)
+    assert list(updated) == ["fetch-push-ddpg/1"]
+
+
+def test_a_row_whose_env_steps_are_not_its_new_commands_budget_is_refused() -> None:
+    # The old entry's rows ran 600k: naming the old entry budget-500k would give them a wrong command.
+    results = {"panda-push-ddpg/0": row(600_000)}
+    with pytest.raises(UsageError, match="row panda-push-ddpg/0 ran 600000 env steps, but as "
+                       "panda-push-ddpg\\+budget-500k its command trains 500000"):  # fmt: skip
+        relabel_entry_rows(results, "panda-push-ddpg", PANDA_PUSH_440K, "budget-440k", "budget-500k")
+
+
+def test_two_rows_that_would_share_a_name_are_refused_and_neither_is_lost() -> None:
+    results = {
+        "panda-push-ddpg/0": row(600_000),
+        "panda-push-ddpg+budget-600k/0": row(600_000, "budget-600k"),
+    }
+    with pytest.raises(UsageError, match="rows panda-push-ddpg/0 and panda-push-ddpg\\+budget-600k/0 would "
+                       "both become panda-push-ddpg\\+budget-600k/0"):  # fmt: skip
+        relabel_entry_rows(results, "panda-push-ddpg", PANDA_PUSH_440K, "budget-440k", "budget-600k")
+
+
+def run_relabel(results: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "scripts/robotics_results.py", "--results", str(results), "relabel", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=False,
+    )
+
+
+def test_the_script_prints_the_new_names_writes_them_and_leaves_the_file_on_a_dry_run_or_an_error(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results.json"
+    text = json.dumps(
+        {"fetch-push-ddpg/0": row(600_000), "fetch-push-ddpg+layer-norm/1": row(600_000, "layer-norm")}
+    )
+    results.write_text(text)
+    refused = run_relabel(results, "fetch-push-ddpg", "--promoted", "layer-norm")
+    assert refused.returncode != 0 and "pass --previous" in refused.stderr
+    assert results.read_text() == text
+    dry = run_relabel(results, "fetch-push-ddpg", "--promoted", "layer-norm", "--previous", "no-layer-norm",
+                      "--dry-run")  # fmt: skip
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    assert (
+        "fetch-push-ddpg/0 -> fetch-push-ddpg+no-layer-norm/0: her-wrap train --env FetchPush-v4"
+        in dry.stdout
+    )
+    assert results.read_text() == text
+    done = run_relabel(results, "fetch-push-ddpg", "--promoted", "layer-norm", "--previous", "no-layer-norm")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert list(json.loads(results.read_text())) == ["fetch-push-ddpg+no-layer-norm/0", "fetch-push-ddpg/1"]
