@@ -135,16 +135,16 @@ def test_pick_and_place_entry_starts_half_its_training_episodes_grasped_and_a_va
     assert "grasp_start" not in undone.to_entry()  # the run's config.yml reads as the entry before it
 
 
-def test_push_entry_draws_by_movement_alone_and_a_variant_undoes_it() -> None:
+@pytest.mark.parametrize("env_id", ["FetchPush-v4", "PandaPush-v3"])
+def test_push_entries_alone_draw_by_movement_and_a_variant_undoes_it(env_id: str) -> None:
     clips = {
         task.env_id: load_run_config(default_config_path(), task.env_id).hindsight.movement_clip
         for task in experiments.ENTRY_TASKS.values()
     }
-    assert clips.pop("FetchPush-v4") == 0.1 and set(clips.values()) == {None}
-    shipped = load_run_config(default_config_path(), "FetchPush-v4")
-    undone = load_run_config(
-        default_config_path(), "FetchPush-v4", overrides=experiments.VARIANTS["no-movement"]
-    )
+    assert clips.pop("FetchPush-v4") == 0.1 and clips.pop("PandaPush-v3") == 0.1
+    assert set(clips.values()) == {None}
+    shipped = load_run_config(default_config_path(), env_id)
+    undone = load_run_config(default_config_path(), env_id, overrides=experiments.VARIANTS["no-movement"])
     assert shipped.hindsight.movement_floor == 0.01 and undone.hindsight.movement_clip is None
     # the run's config.yml reads as the entry before it: no movement key, every other one kept
     kept = {key: value for key, value in shipped.her.items() if not key.startswith("movement_")}
