@@ -41,11 +41,11 @@ tables of ``docs/robotics.md`` and PNG curves. Three kinds of task:
 
     python scripts/robotics_results.py budget fetch-push-ddpg --steps 400000 500000
 
-When the shipped entry takes a change that a variant measured, ``relabel`` renames the task's rows: those
+When the shipped entry takes a change that a variant measured, ``rename`` renames the task's rows: those
 that ran it become the entry's, the others take the variant that gives the entry before (change
 ``configs/her.yml`` and ``ENTRY_TASKS`` first)::
 
-    python scripts/robotics_results.py relabel panda-push-ddpg --promoted budget-440k --previous budget-600k
+    python scripts/robotics_results.py rename panda-push-ddpg --promoted budget-440k --previous budget-600k
 
 ``python scripts/robotics_results.py report --write`` rewrites the tables and figures.
 """
@@ -87,7 +87,6 @@ from her_wrap.runs.experiments import (
     zoo_entry,
 )
 from her_wrap.runs.model_factory import make_action_noise
-from her_wrap.runs.relabel import relabel_entry_rows
 from her_wrap.runs.results import (
     group_records,
     load_results,
@@ -97,6 +96,7 @@ from her_wrap.runs.results import (
     record_label,
     save_record,
 )
+from her_wrap.runs.row_renames import rename_entry_rows
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = ROOT / "docs" / "robotics_results.json"
@@ -289,8 +289,8 @@ def command_budget(args: argparse.Namespace) -> None:
         print(f"wrote {args.out}")
 
 
-def command_relabel(args: argparse.Namespace) -> None:
-    updated, renamed = relabel_entry_rows(
+def command_rename(args: argparse.Namespace) -> None:
+    updated, renamed = rename_entry_rows(
         load_results(args.results), args.task, ENTRY_TASKS[args.task], args.promoted, args.previous
     )
     for item in renamed:
@@ -463,23 +463,23 @@ def main() -> None:
     budget.add_argument("--variant", type=variant_argument, default=None, help="the row's change")
     budget.add_argument("--out", type=pathlib.Path, default=None, help="a JSON file to write")
     budget.set_defaults(handler=command_budget)
-    relabel = commands.add_parser(
-        "relabel",
+    rename = commands.add_parser(
+        "rename",
         help="rename a manipulation task's rows once its shipped entry makes a variant's change: rows that "
-        "ran it become the entry's, the others take --previous (her_wrap.runs.relabel)",
+        "ran it become the entry's, the others take --previous (her_wrap.runs.row_renames)",
     )
-    relabel.add_argument("task", choices=sorted(ENTRY_TASKS))
-    relabel.add_argument(
+    rename.add_argument("task", choices=sorted(ENTRY_TASKS))
+    rename.add_argument(
         "--promoted", type=variant_argument, required=True, help="the variant the entry now ships"
     )
-    relabel.add_argument(
+    rename.add_argument(
         "--previous",
         type=variant_argument,
         default=None,
         help="the variant that gives the entry before (needed when a row did not run --promoted)",
     )
-    relabel.add_argument("--dry-run", action="store_true", help="print the new names, write nothing")
-    relabel.set_defaults(handler=command_relabel)
+    rename.add_argument("--dry-run", action="store_true", help="print the new names, write nothing")
+    rename.set_defaults(handler=command_rename)
     report = commands.add_parser("report", help="print the results tables and write PNG curves under docs/")
     report.add_argument(
         "--write", action="store_true", help="replace the tables in docs/robotics.md and README.md"

@@ -1,4 +1,4 @@
-"""Renaming a task's result rows when its shipped entry takes a variant's change (:mod:`her_wrap.runs.relabel`)."""
+"""Renaming a task's result rows when its shipped entry takes a variant's change (:mod:`her_wrap.runs.row_renames`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.experiments import ENTRY_TASKS
-from her_wrap.runs.relabel import relabel_entry_rows
+from her_wrap.runs.row_renames import rename_entry_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The PandaPush task with a budget of 600k env steps, and as it is once a 440k budget ships (the entry's
@@ -45,7 +45,7 @@ def test_a_shipped_budget_makes_its_rows_the_entrys_and_the_old_rows_name_the_ol
         "panda-push-ddpg+budget-440k/0": row(440_000, "budget-440k", final=0.95),
     }
     before = copy.deepcopy(results)
-    updated, renamed = relabel_entry_rows(
+    updated, renamed = rename_entry_rows(
         results, "panda-push-ddpg", PANDA_PUSH_440K, "budget-440k", "budget-600k"
     )
     assert results == before
@@ -78,7 +78,7 @@ def test_a_shipped_change_of_settings_moves_between_the_rows_parts_and_rewrites_
         "fetch-push-ddpg+td3/2": row(600_000, "td3"),
         "fetch-push-ddpg+budget-1m/2": row(1_000_000, "budget-1m"),
     }
-    updated, _ = relabel_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "layer-norm", "no-layer-norm")
+    updated, _ = rename_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "layer-norm", "no-layer-norm")
     assert list(updated) == [
         "fetch-push-ddpg+td3/2",
         "fetch-push-ddpg+no-layer-norm+td3/2",
@@ -94,19 +94,19 @@ def test_a_shipped_change_of_settings_moves_between_the_rows_parts_and_rewrites_
 def test_a_change_the_shipped_entry_does_not_make_yet_is_refused_naming_the_setting() -> None:
     results = {"fetch-push-ddpg+td3/0": row(600_000, "td3")}
     with pytest.raises(UsageError, match=r"does not make td3 yet \(model_class:td3 changes model_class\)"):
-        relabel_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "td3", None)
+        rename_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "td3", None)
     with pytest.raises(UsageError, match="trains 600000 env steps, not 440000"):
-        relabel_entry_rows(results, "panda-push-ddpg", PANDA_PUSH, "budget-440k", "budget-600k")
+        rename_entry_rows(results, "panda-push-ddpg", PANDA_PUSH, "budget-440k", "budget-600k")
 
 
 def test_a_previous_variant_that_changes_nothing_or_none_for_old_rows_is_refused() -> None:
     results = {"fetch-push-ddpg/0": row(600_000), "fetch-push-ddpg+layer-norm/1": row(600_000, "layer-norm")}
     with pytest.raises(UsageError, match="layer-norm changes nothing in the shipped FetchPush-v4 entry"):
-        relabel_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "layer-norm", "layer-norm")
+        rename_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "layer-norm", "layer-norm")
     with pytest.raises(UsageError, match="row fetch-push-ddpg/0 did not run layer-norm: pass --previous"):
-        relabel_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "layer-norm", None)
+        rename_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "layer-norm", None)
     only_promoted = {"fetch-push-ddpg+layer-norm/1": row(600_000, "layer-norm")}
-    updated, _ = relabel_entry_rows(only_promoted, "fetch-push-ddpg", FETCH_PUSH, "layer-norm", None)
+    updated, _ = rename_entry_rows(only_promoted, "fetch-push-ddpg", FETCH_PUSH, "layer-norm", None)
     assert list(updated) == ["fetch-push-ddpg/1"]
 
 
@@ -115,7 +115,7 @@ def test_a_row_whose_env_steps_are_not_its_new_commands_budget_is_refused() -> N
     results = {"panda-push-ddpg/0": row(600_000)}
     with pytest.raises(UsageError, match="row panda-push-ddpg/0 ran 600000 env steps, but as "
                        "panda-push-ddpg\\+budget-500k its command trains 500000"):  # fmt: skip
-        relabel_entry_rows(results, "panda-push-ddpg", PANDA_PUSH_440K, "budget-440k", "budget-500k")
+        rename_entry_rows(results, "panda-push-ddpg", PANDA_PUSH_440K, "budget-440k", "budget-500k")
 
 
 def test_two_rows_that_would_share_a_name_are_refused_and_neither_is_lost() -> None:
@@ -125,12 +125,12 @@ def test_two_rows_that_would_share_a_name_are_refused_and_neither_is_lost() -> N
     }
     with pytest.raises(UsageError, match="rows panda-push-ddpg/0 and panda-push-ddpg\\+budget-600k/0 would "
                        "both become panda-push-ddpg\\+budget-600k/0"):  # fmt: skip
-        relabel_entry_rows(results, "panda-push-ddpg", PANDA_PUSH_440K, "budget-440k", "budget-600k")
+        rename_entry_rows(results, "panda-push-ddpg", PANDA_PUSH_440K, "budget-440k", "budget-600k")
 
 
-def run_relabel(results: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+def run_rename(results: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "scripts/robotics_results.py", "--results", str(results), "relabel", *arguments],
+        [sys.executable, "scripts/robotics_results.py", "--results", str(results), "rename", *arguments],
         capture_output=True,
         text=True,
         timeout=300,
@@ -147,10 +147,10 @@ def test_the_script_prints_the_new_names_writes_them_and_leaves_the_file_on_a_dr
         {"fetch-push-ddpg/0": row(600_000), "fetch-push-ddpg+layer-norm/1": row(600_000, "layer-norm")}
     )
     results.write_text(text)
-    refused = run_relabel(results, "fetch-push-ddpg", "--promoted", "layer-norm")
+    refused = run_rename(results, "fetch-push-ddpg", "--promoted", "layer-norm")
     assert refused.returncode != 0 and "pass --previous" in refused.stderr
     assert results.read_text() == text
-    dry = run_relabel(results, "fetch-push-ddpg", "--promoted", "layer-norm", "--previous", "no-layer-norm",
+    dry = run_rename(results, "fetch-push-ddpg", "--promoted", "layer-norm", "--previous", "no-layer-norm",
                       "--dry-run")  # fmt: skip
     assert dry.returncode == 0, dry.stderr[-2000:]
     assert (
@@ -158,6 +158,6 @@ def test_the_script_prints_the_new_names_writes_them_and_leaves_the_file_on_a_dr
         in dry.stdout
     )
     assert results.read_text() == text
-    done = run_relabel(results, "fetch-push-ddpg", "--promoted", "layer-norm", "--previous", "no-layer-norm")
+    done = run_rename(results, "fetch-push-ddpg", "--promoted", "layer-norm", "--previous", "no-layer-norm")
     assert done.returncode == 0, done.stderr[-2000:]
     assert list(json.loads(results.read_text())) == ["fetch-push-ddpg+no-layer-norm/0", "fetch-push-ddpg/1"]
