@@ -45,7 +45,8 @@ When the shipped entry takes a change that a variant measured, ``rename`` rename
 that ran it become the entry's, the others take the variant that gives the entry before (change
 ``configs/her.yml`` and ``ENTRY_TASKS`` first)::
 
-    python scripts/robotics_results.py rename panda-push-ddpg --promoted budget-440k --previous budget-600k
+    python scripts/robotics_results.py rename panda-push-ddpg --promoted movement+budget-440k \
+        --previous no-movement+budget-600k
 
 ``python scripts/robotics_results.py report --write`` rewrites the tables and figures.
 """

@@ -1,12 +1,14 @@
 """Rename a manipulation task's result rows once its shipped entry takes a change that a variant measured.
 
-When ``configs/her.yml`` ships a change first measured as a variant (FetchPush's ``layer-norm``, a
-smaller budget such as ``budget-440k``), the rows that ran the change now ran the entry, and every other
-row of the task ran the entry *before* it, which a variant must name (``no-layer-norm``, ``budget-600k``).
-:func:`rename_entry_rows` renames the rows and rewrites their commands from the entry as it now is, so
+When ``configs/her.yml`` ships a change first measured as a variant (FetchPush's ``layer-norm``;
+PandaPush's ``movement`` weights with a smaller budget, ``movement+budget-440k``), the rows that ran the
+change now ran the entry, and every other row of the task ran the entry *before* it, which a variant must
+name (``no-layer-norm``; ``no-movement+budget-600k``). :func:`rename_entry_rows` renames the rows and
+rewrites their commands from the entry as it now is, so
 every row of the results file still says which command trains it::
 
-    python scripts/robotics_results.py rename panda-push-ddpg --promoted budget-440k --previous budget-600k
+    python scripts/robotics_results.py rename panda-push-ddpg --promoted movement+budget-440k \
+        --previous no-movement+budget-600k
 
 Run it after the entry (``configs/her.yml``) and its task (:data:`~her_wrap.runs.experiments.ENTRY_TASKS`)
 have changed: it refuses a change that the shipped entry does not make yet.
