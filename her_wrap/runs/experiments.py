@@ -221,7 +221,7 @@ REFERENCE_TASKS: dict[str, ReferenceTask] = {
 BUDGET_PATTERN = re.compile(r"budget-(\d+(?:\.\d+)?)([km])")
 
 
-def _budget_of(name: str) -> int | None:
+def budget_of(name: str) -> int | None:
     """The env steps of a ``budget-...`` part, None for any other name."""
     match = BUDGET_PATTERN.fullmatch(name)
     if match is None:
@@ -243,7 +243,7 @@ def variant_overrides(variant: str | None) -> tuple[str, ...]:
         return ()
     overrides: list[str] = []
     for name in variant.split("+"):
-        if _budget_of(name) is not None:
+        if budget_of(name) is not None:
             continue
         if name not in VARIANTS:
             raise UsageError(
@@ -259,7 +259,7 @@ def variant_budget(variant: str | None) -> int | None:
 
     :raises UsageError: for two parts that both set the budget
     """
-    budgets = [steps for name in (variant or "").split("+") if (steps := _budget_of(name)) is not None]
+    budgets = [steps for name in (variant or "").split("+") if (steps := budget_of(name)) is not None]
     return _at_most_one(variant, budgets, "budget", "budget-N part")
 
 
@@ -513,7 +513,7 @@ def entry_curve(evaluations_path: Path, workers: int = 1) -> tuple[list[int], li
     return steps, successes, seconds
 
 
-def _reproducing_commands(task_name: str, task: EntryTask, seed: int, variant: str | None) -> dict[str, str]:
+def reproducing_commands(task_name: str, task: EntryTask, seed: int, variant: str | None) -> dict[str, str]:
     """A record's ``command`` (this script's) and ``train_command`` (the ``her-wrap train`` it runs).
 
     ``task`` is the row's task with the variant's budget already applied (:meth:`EntryTask.with_variant`).
@@ -567,7 +567,7 @@ def record_entry_run(
         "settings": config.to_entry(),
         "variant": variant,
         "overrides": list(overrides),
-        **_reproducing_commands(task_name, task, seed, variant),
+        **reproducing_commands(task_name, task, seed, variant),
     }
 
 
@@ -608,7 +608,7 @@ def stopped_run_record(
         "env_id": task.env_id,
         "seed": seed,
         "variant": variant,
-        **_reproducing_commands(task_name, task, seed, variant),
+        **reproducing_commands(task_name, task, seed, variant),
         "stopped_at": steps[-1] if steps else 0,
         "budget": task.steps,
         **_resumed_fields(chain),

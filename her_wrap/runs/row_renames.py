@@ -23,8 +23,8 @@ from her_wrap.runs.config import load_run_config
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.experiments import (
     EntryTask,
-    _budget_of,
-    _reproducing_commands,
+    budget_of,
+    reproducing_commands,
     variant_budget,
     variant_overrides,
 )
@@ -127,9 +127,9 @@ def rename_entry_rows(
                 f"{task_name} had before"
             )
         else:
-            own_budget = any(_budget_of(part) is not None for part in parts)
+            own_budget = any(budget_of(part) is not None for part in parts)
             new_parts = [
-                part for part in _parts(previous) if not (own_budget and _budget_of(part) is not None)
+                part for part in _parts(previous) if not (own_budget and budget_of(part) is not None)
             ] + parts
         variant = "+".join(new_parts) or None
         row_task = task.with_variant(variant)
@@ -142,7 +142,7 @@ def rename_entry_rows(
         if new_key in updated:
             (first,) = [item.old_key for item in renamed if item.new_key == new_key]
             raise UsageError(f"rows {first} and {key} would both become {new_key}")
-        commands = _reproducing_commands(task_name, row_task, int(seed), variant)
+        commands = reproducing_commands(task_name, row_task, int(seed), variant)
         updated[new_key] = {
             **record,
             "variant": variant,
