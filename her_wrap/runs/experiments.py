@@ -297,6 +297,11 @@ def variant_argument(text: str) -> str:
     return text
 
 
+def entry_differences(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
+    """The keys whose values differ between two validated entries (``RunConfig.to_entry()``), sorted."""
+    return sorted(key for key in {*first, *second} if first.get(key) != second.get(key))
+
+
 def check_shipped_entry(
     task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = (), workers: int = 1
 ) -> tuple[RunLayout, dict[str, Any]]:
@@ -331,11 +336,7 @@ def check_shipped_entry(
         raise UsageError(f"{run_dir}: eval_episodes is {args.get('eval_episodes')}, not {task.eval_episodes}")
     shipped = load_run_config(task.config_path(), task.env_id, overrides=overrides, n_timesteps=steps)
     ran = build_run_config(entry, task.env_id, str(layout.config_path))
-    differences = sorted(
-        key
-        for key in {*shipped.to_entry(), *ran.to_entry()}
-        if shipped.to_entry().get(key) != ran.to_entry().get(key)
-    )
+    differences = entry_differences(shipped.to_entry(), ran.to_entry())
     if differences:
         raise UsageError(
             f"{run_dir} ran another entry than the shipped configs/{task.config} one for {task.env_id}"

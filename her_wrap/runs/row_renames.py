@@ -24,6 +24,7 @@ from her_wrap.runs.errors import UsageError
 from her_wrap.runs.experiments import (
     EntryTask,
     budget_of,
+    entry_differences,
     reproducing_commands,
     variant_budget,
     variant_overrides,
@@ -48,8 +49,9 @@ def _entry_settings(task: EntryTask, overrides: tuple[str, ...]) -> dict[str, An
     return load_run_config(task.config_path(), task.env_id, overrides=overrides).to_entry()
 
 
-def _check_promoted(task_name: str, task: EntryTask, promoted: str) -> None:
-    """The shipped entry must already make the promoted change: applying it changes nothing."""
+def _check_promoted(task_name: str, task: EntryTask, shipped: dict[str, Any], promoted: str) -> None:
+    """The shipped entry (``shipped``, its settings) must already make the promoted change: applying it
+    changes nothing."""
     budget = variant_budget(promoted)
     if budget is not None and budget != task.steps:
         raise UsageError(
@@ -57,9 +59,7 @@ def _check_promoted(task_name: str, task: EntryTask, promoted: str) -> None:
             "n_timesteps and its ENTRY_TASKS steps first"
         )
     overrides = variant_overrides(promoted)
-    shipped = _entry_settings(task, ())
-    changed = _entry_settings(task, overrides)
-    differences = sorted(key for key in {*shipped, *changed} if shipped.get(key) != changed.get(key))
+    differences = entry_differences(shipped, _entry_settings(task, overrides))
     if differences:
         raise UsageError(
             f"the shipped {task.env_id} entry does not make {promoted} yet ({' '.join(overrides)} changes "
@@ -67,13 +67,13 @@ def _check_promoted(task_name: str, task: EntryTask, promoted: str) -> None:
         )
 
 
-def _check_previous(task_name: str, task: EntryTask, previous: str) -> None:
-    """The previous entry must differ from the shipped one."""
+def _check_previous(task_name: str, task: EntryTask, shipped: dict[str, Any], previous: str) -> None:
+    """The previous entry must differ from the shipped one (``shipped``, its settings)."""
     budget = variant_budget(previous)
     if budget is not None and budget != task.steps:
         return
     overrides = variant_overrides(previous)
-    if _entry_settings(task, overrides) == _entry_settings(task, ()):
+    if not entry_differences(shipped, _entry_settings(task, overrides)):
         raise UsageError(
             f"{previous} changes nothing in the shipped {task.env_id} entry, so it cannot name the entry "
             f"{task_name} had before"
@@ -107,9 +107,10 @@ def rename_entry_rows(
     :raises UsageError: when the entry does not make ``promoted`` yet, ``previous`` changes nothing or is
         missing, a renamed row's env steps are not its new command's budget, or two rows would share a key
     """
-    _check_promoted(task_name, task, promoted)
+    shipped = _entry_settings(task, ())
+    _check_promoted(task_name, task, shipped, promoted)
     if previous is not None:
-        _check_previous(task_name, task, previous)
+        _check_previous(task_name, task, shipped, previous)
     promoted_parts = _parts(promoted)
     renamed: list[Renamed] = []
     updated: dict[str, dict[str, Any]] = {}
