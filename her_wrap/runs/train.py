@@ -9,7 +9,8 @@ evaluation and optional atomic checkpoints, and saves the final agent. See
 :func:`her_wrap.runs.checkpoints.resolve_saved_agent`) with its replay buffer and normalization statistics
 (their updates go on), into a new run folder. Its timestep count carries on, and training stops when it reaches ``n_timesteps``:
 a run killed at step 6,000 of 10,000 and resumed from its 5,000-step checkpoint trains 5,000 more steps.
-To train a finished agent further, raise ``-n``.
+To train a finished agent further, raise ``-n``. The resumed run's envs, exploration and sampling go on
+with :func:`resumed_seed` of its seed and step count, so that they do not start their streams over.
 
 ``--workers N`` (or the entry's ``workers: N``) trains with N worker processes on this machine; see
 :mod:`her_wrap.runs.distributed`.
@@ -22,9 +23,17 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from her_wrap.runs import arguments, distributed
 from her_wrap.runs.checkpoints import SavedAgent, resolve_saved_agent, save_agent, save_normalizer
-from her_wrap.runs.env_factory import TrainingEnvs, check_env_id, ensure_registered, make_training_envs
+from her_wrap.runs.env_factory import (
+    EVAL_SEED_OFFSET,
+    TrainingEnvs,
+    check_env_id,
+    ensure_registered,
+    make_training_envs,
+)
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.run_layout import RunLayout, new_run
 from her_wrap.runs.yaml_io import write_yaml_file
@@ -81,7 +90,23 @@ def _tensorboard_dir(args: argparse.Namespace) -> str | None:
     return args.tensorboard or str(Path(args.log_folder) / "her" / "tensorboard")
 
 
+def resumed_seed(seed: int, timesteps: int) -> int:
+    """The seed a run started with ``seed`` goes on with when it resumes at ``timesteps``.
+
+    A resumed run that reseeded its envs, exploration and sampling with ``seed`` itself would start their
+    streams over: its training envs would replay the initial states of the run's first episodes, and its
+    evaluations the first evaluation's episodes. Derived from both numbers, the seed gives new streams at
+    every resume point and the same ones when the same checkpoint is resumed again. Below ``2**31``, so
+    that the env offsets added to it stay valid NumPy seeds.
+    """
+    if timesteps < 0:
+        raise ValueError(f"timesteps must be >= 0, got {timesteps}")
+    state = np.random.SeedSequence([seed & 0xFFFFFFFF, timesteps]).generate_state(1, dtype=np.uint32)
+    return int(state[0] >> 1)
+
+
 def _load_agent(saved: SavedAgent, envs: TrainingEnvs, args: argparse.Namespace, seed: int) -> Any:
+    """Load ``saved`` onto ``envs``, reseeded with :func:`resumed_seed` at its timestep count."""
     from her_wrap import HER
 
     agent = HER.load(
@@ -92,7 +117,10 @@ def _load_agent(saved: SavedAgent, envs: TrainingEnvs, args: argparse.Namespace,
         verbose=args.verbose,
         tensorboard_log=_tensorboard_dir(args),
     )
-    agent.model.set_random_seed(seed)
+    seed = resumed_seed(seed, int(agent.model.num_timesteps))
+    agent.model.set_random_seed(seed)  # also seeds the training envs' next reset: seed + i for env i
+    envs.evaluate.seed(seed + EVAL_SEED_OFFSET)
+    print(f"Envs, exploration and sampling go on with seed {seed} (resumed_seed)", flush=True)
     if saved.replay_buffer is not None:
         agent.load_replay_buffer(str(saved.replay_buffer))
         print(f"Loaded the replay buffer {saved.replay_buffer}", flush=True)
