@@ -19,9 +19,10 @@
 - throughput (``--parts throughput``): ``her-wrap train`` with the shipped entry, ``--throughput-steps``
   env steps in all, as 1 worker x 2 threads, as 2 workers x 1 thread with the per-worker batch, envs and
   ``learning_starts`` halved (the same total batch, env steps per update and random steps), and as 2 workers
-  that each keep the entry's 2 envs with ``train_freq`` halved instead of the envs (the same again); env
-  steps per second of training time (``train_seconds`` of the run's last evaluation: evaluations left
-  out), and each one's ratio to the first; ``--throughput-rounds`` repeats the three, in reverse order
+  that each keep the entry's 2 envs with ``train_freq`` halved instead of the envs (the same again), the
+  last also with ``--no-pin-workers`` (each worker bound to a core, as ``--workers`` does on two cores, and
+  not); env steps per second of training time (``train_seconds`` of the run's last evaluation: evaluations
+  left out), and each one's ratio to the first; ``--throughput-rounds`` repeats the four, in reverse order
   every other round so that a host whose speed drifts steadily favours none of them over an even number of
   rounds, then summarizes each layout's ratio over the rounds (median of the rounds' ratios, and the ratio
   of the mean rates).
@@ -315,12 +316,13 @@ def throughput_runs() -> list[tuple[str, list[str], int]]:
     from her_wrap.runs.experiments import VARIANT_WORKERS, VARIANTS
 
     runs = [("1 worker x 2 threads", ["--num-threads", "2"], 1)]
-    for label, variant in (
-        ("2 workers x 1 thread", "workers-2"),
-        ("2 workers x 1 thread, 2 envs each", "workers-2-envs-2"),
+    for label, variant, binding in (
+        ("2 workers x 1 thread", "workers-2", []),
+        ("2 workers x 1 thread, 2 envs each", "workers-2-envs-2", []),
+        ("2 workers x 1 thread, 2 envs each, not bound to cores", "workers-2-envs-2", ["--no-pin-workers"]),
     ):
         workers = VARIANT_WORKERS[variant]
-        runs.append((label, ["--workers", str(workers), "-params", *VARIANTS[variant]], workers))
+        runs.append((label, ["--workers", str(workers), *binding, "-params", *VARIANTS[variant]], workers))
     return runs
 
 

@@ -187,6 +187,28 @@ def entry_prints_and_succeeds(args) -> int:
     return 0
 
 
+def entry_prints_its_cores(args) -> int:
+    """A worker entry that prints the cores it may run on, and those of a thread it starts."""
+    import os
+    import threading
+
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(sorted(os.sched_getaffinity(0))))
+    thread.start()
+    thread.join()
+    print(f"cores {sorted(os.sched_getaffinity(0))} thread {seen[0]}", end="")
+    return 0
+
+
+def entry_writes_through_tqdm(args) -> int:
+    """A worker entry that prints as SB3's logger does, through ``tqdm.write``: tqdm makes a named
+    semaphore for its lock the first time."""
+    from tqdm import tqdm
+
+    tqdm.write("logged through tqdm")
+    return 0
+
+
 def entry_fails(args) -> int:
     """A worker entry that fails in a way the launcher does not know."""
     raise RuntimeError(f"{args.name} went wrong")

@@ -445,6 +445,87 @@ def test_worker_process_ends_with_the_status_of_its_entry_and_its_output_flushed
     assert output in captured.out + captured.err
 
 
+LAUNCH_ONE_WORKER = """
+import argparse, multiprocessing, sys
+import distributed_workers
+from her_wrap.runs import distributed
+worker = multiprocessing.get_context("spawn").Process(
+    target=distributed._worker_main,
+    args=(distributed_workers.entry_writes_through_tqdm, argparse.Namespace(), 1, 2, int(sys.argv[1])),
+)
+worker.start()
+worker.join(60)
+sys.exit(worker.exitcode)
+"""
+
+
+def test_a_worker_leaves_no_semaphore_behind() -> None:
+    """A worker leaves through os._exit; the semaphore tqdm made in it is removed on the way, so that the
+    launcher's resource tracker does not warn of it as leaked when the run ends."""
+    completed = subprocess.run(
+        [sys.executable, "-c", LAUNCH_ONE_WORKER, str(_free_port())],
+        cwd=WORKERS.parent,
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "logged through tqdm" in completed.stdout
+    assert "leaked semaphore" not in completed.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="binding to cores needs Linux")
+def test_a_worker_given_a_core_runs_there_with_its_threads(capfd: pytest.CaptureFixture[str]) -> None:
+    import argparse
+    import multiprocessing
+
+    import distributed_workers
+
+    core = max(os.sched_getaffinity(0))
+    context = multiprocessing.get_context("spawn")
+    worker = context.Process(
+        target=distributed._worker_main,
+        args=(distributed_workers.entry_prints_its_cores, argparse.Namespace(), 1, 2, _free_port(), core),
+    )
+    worker.start()
+    worker.join(60)
+    assert worker.exitcode == 0
+    assert f"cores [{core}] thread [{core}]" in capfd.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "allowed, workers, pin, cores",
+    [
+        ({0, 1}, 2, None, [0, 1]),  # the workers take every core: bound by default
+        ({0, 1}, 1, None, None),  # fewer workers than cores: left to the OS, so two runs do not collide
+        ({0, 1}, 1, True, [0]),
+        ({0, 1}, 2, False, None),
+        ({0, 1}, 3, None, None),  # oversubscribed: cores shared, not bound
+        ({3, 5, 9, 12}, 4, None, [3, 5, 9, 12]),  # the cores this process may use (taskset), in order
+        ({3, 5, 9, 12}, 2, True, [3, 5]),
+    ],
+)
+def test_worker_cores(
+    monkeypatch: pytest.MonkeyPatch,
+    allowed: set[int],
+    workers: int,
+    pin: bool | None,
+    cores: list[int] | None,
+) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: allowed, raising=False)
+    assert distributed.worker_cores(workers, pin) == cores
+
+
+def test_pinning_more_workers_than_cores_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    many = str(distributed.available_cores() + 1)
+    err = _train_error(capsys, "--workers", many, "--oversubscribe", "--pin-workers", "-f", str(tmp_path))
+    assert f"{many} workers are more than the" in err and "leave --pin-workers out" in err
+    assert not (tmp_path / "her").exists()
+
+
 def test_workers_stop_when_their_launcher_is_killed(tmp_path: Path) -> None:
     launcher = _launch_two_workers(tmp_path, stderr=subprocess.DEVNULL)
     assert launcher.stdout is not None

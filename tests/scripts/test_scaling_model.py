@@ -110,8 +110,10 @@ def test_every_throughput_run_keeps_the_entrys_env_steps_rows_and_random_steps_p
     (_, extra, workers), *split = measure_scaling.throughput_runs()
     assert workers == 1 and "-params" not in extra
     ran = [(workers, tuple(extra[extra.index("-params") + 1 :])) for _, extra, workers in split]
-    variants = ["workers-2", "workers-2-envs-2"]
+    variants = ["workers-2", "workers-2-envs-2", "workers-2-envs-2"]
     assert ran == [(VARIANT_WORKERS[name], VARIANTS[name]) for name in variants]
+    # the last layout is the one before it, its workers left unbound
+    assert [("--no-pin-workers" in extra) for _, extra, _ in split] == [False, False, True]
 
 
 def test_throughput_rounds_alternate_their_order(measure_scaling) -> None:
