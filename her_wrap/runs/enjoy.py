@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from her_wrap.runs import arguments
 from her_wrap.runs.checkpoints import (
@@ -23,6 +24,7 @@ from her_wrap.runs.checkpoints import (
 from her_wrap.runs.config import RunConfig, load_run_config
 from her_wrap.runs.env_factory import check_env_id, ensure_registered, make_vec_goal_env
 from her_wrap.runs.errors import UsageError
+from her_wrap.runs.goal_misses import goal_misses_report
 from her_wrap.runs.run_layout import RunLayout, find_run
 from her_wrap.sb3.evaluation import EvaluationResult, evaluate_agent
 
@@ -58,6 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"seed of the episodes (default: {DEFAULT_ENJOY_SEED})",
     )
     parser.add_argument("--device", default="auto", help="torch device (default: auto)")
+    parser.add_argument(
+        "--goal-misses",
+        action="store_true",
+        help="also report where the object ends against its goal: success by the goal's distance, and each "
+        "miss short of, past or beside the goal (envs with a distance_threshold: Fetch, Panda)",
+    )
 
 
 def select_saved_agent(args: argparse.Namespace) -> SavedAgent:
@@ -102,12 +110,33 @@ def enjoy(args: argparse.Namespace) -> EvaluationResult:
     env_kwargs = {**config.env_kwargs, **({"render_mode": "human"} if args.render else {})}
     check_env_id(config.env_id, env_kwargs)
     env = make_vec_goal_env(config.env_id, env_kwargs, 1, args.seed)
+    threshold = _distance_threshold(env, config.env_id) if args.goal_misses else None
     print(f"Loading {saved.model}", flush=True)
     agent = HER.load(str(saved.model), env=env, device=args.device)
-    result = evaluate_agent(agent, env, args.n_episodes, deterministic=not args.stochastic)
+    result = evaluate_agent(
+        agent, env, args.n_episodes, deterministic=not args.stochastic, record_goals=args.goal_misses
+    )
     env.close()
     print(f"{config.env_id}: {result.summary()}", flush=True)
+    if threshold is not None:
+        print(f"\n{goal_misses_report(result.goals, threshold)}", flush=True)
     return result
+
+
+def _distance_threshold(env: Any, env_id: str) -> float:
+    """The env's ``distance_threshold``, which ``--goal-misses`` measures the misses against.
+
+    :raises UsageError: for an env without one
+    """
+    try:
+        threshold = env.get_attr("distance_threshold")[0]
+    except AttributeError:
+        env.close()
+        raise UsageError(
+            f"--goal-misses needs an env whose goals are positions reached within a distance_threshold "
+            f"(Fetch, Panda); {env_id} has none: leave --goal-misses out"
+        ) from None
+    return float(threshold)
 
 
 def run(args: argparse.Namespace) -> int:

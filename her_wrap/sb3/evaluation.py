@@ -6,10 +6,19 @@ One evaluator serves the tests, the scripts and ``her-wrap train / enjoy / optim
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+
+@dataclass(frozen=True)
+class EpisodeGoals:
+    """Where one episode's object (the achieved goal) started and ended, and the goal it was given."""
+
+    start: np.ndarray
+    goal: np.ndarray
+    end: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -19,11 +28,15 @@ class EvaluationResult:
     :param returns: undiscounted return of each episode
     :param lengths: steps of each episode
     :param successes: ``info["is_success"]`` at the end of each episode
+    :param goals: where each episode's object started, its desired goal and where it ended (achieved goal
+        at the first observation, desired goal, achieved goal at the last), when asked for with
+        ``evaluate_agent(..., record_goals=True)``; empty otherwise
     """
 
     returns: list[float]
     lengths: list[int]
     successes: list[bool]
+    goals: list[EpisodeGoals] = field(default_factory=list)
 
     @property
     def success_rate(self) -> float:
@@ -55,7 +68,13 @@ class EvaluationResult:
 
 
 def evaluate_agent(
-    agent: Any, eval_env: Any, n_episodes: int, *, deterministic: bool = True, seed: int | None = None
+    agent: Any,
+    eval_env: Any,
+    n_episodes: int,
+    *,
+    deterministic: bool = True,
+    seed: int | None = None,
+    record_goals: bool = False,
 ) -> EvaluationResult:
     """Run ``n_episodes`` episodes and record return, length and success of each.
 
@@ -68,6 +87,7 @@ def evaluate_agent(
     :param deterministic: greedy actions (``True``) or sampled ones
     :param seed: seed of the first reset (the next resets continue its random stream); None continues the
         env's stream
+    :param record_goals: also record each episode's :class:`EpisodeGoals` (``result.goals``)
     """
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
@@ -78,8 +98,21 @@ def evaluate_agent(
     if seed is not None:
         venv.seed(seed)
     successes: list[bool] = []
+    goals: list[EpisodeGoals] = []
+    starts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def record_success(locals_: dict[str, Any], _globals: dict[str, Any]) -> None:
+        if record_goals:
+            index, observations = locals_["i"], locals_["observations"]
+            if locals_["current_lengths"][index] == 1:  # the episode's first step: its first observation
+                starts[index] = (
+                    np.array(observations["achieved_goal"][index]),
+                    np.array(observations["desired_goal"][index]),
+                )
+            if locals_["done"]:
+                start, goal = starts.pop(index)
+                end = np.array(locals_["info"]["terminal_observation"]["achieved_goal"])
+                goals.append(EpisodeGoals(start, goal, end))
         if locals_["done"]:
             successes.append(bool(np.asarray(locals_["info"].get("is_success", False))))
 
@@ -93,7 +126,9 @@ def evaluate_agent(
         warn=False,
     )
     assert isinstance(returns, list) and isinstance(lengths, list)
-    return EvaluationResult([float(value) for value in returns], [int(value) for value in lengths], successes)
+    return EvaluationResult(
+        [float(value) for value in returns], [int(value) for value in lengths], successes, goals
+    )
 
 
 def success_rate(

@@ -1,0 +1,104 @@
+"""Where an agent's object ends against its goal: ``her-wrap enjoy --goal-misses``.
+
+A success rate says how often the object ends within the env's ``distance_threshold`` of the goal; this
+says where it ends when it does not. Episodes are split into quarters by how far the goal was from the
+object's start (success often falls with it), and each miss is measured along the line from the start to
+the goal (short of the goal, or past it) and across it (to its side).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from her_wrap.sb3.evaluation import EpisodeGoals
+
+
+@dataclass(frozen=True)
+class Miss:
+    """Where an episode's object ended against its goal, in the env's units (metres for Fetch and Panda).
+
+    :param distance: from the end to the goal
+    :param along: along the line from the start to the goal, the end's position minus the goal's: negative
+        short of the goal, positive past it (0 when the goal was at the start)
+    :param side: across that line, how far the end is from it (the whole distance when the goal was at the
+        start)
+    """
+
+    distance: float
+    along: float
+    side: float
+
+
+def miss_of(episode: EpisodeGoals) -> Miss:
+    """The :class:`Miss` of one episode."""
+    start, goal, end = (
+        np.asarray(point, dtype=np.float64) for point in (episode.start, episode.goal, episode.end)
+    )
+    distance = float(np.linalg.norm(end - goal))
+    line = goal - start
+    length = float(np.linalg.norm(line))
+    if length == 0.0:
+        return Miss(distance, 0.0, distance)
+    direction = line / length
+    travelled = end - start
+    along = float(travelled @ direction) - length
+    side = float(np.linalg.norm(travelled - (travelled @ direction) * direction))
+    return Miss(distance, along, side)
+
+
+def goal_misses_report(episodes: Sequence[EpisodeGoals], threshold: float) -> str:
+    """A Markdown report of ``episodes``: success by quarter of the goal's distance, then the misses.
+
+    :param episodes: the episodes of one evaluation (``evaluate_agent(..., record_goals=True).goals``)
+    :param threshold: the env's ``distance_threshold``: an episode whose object ends nearer its goal is a
+        success
+    :raises ValueError: for no episodes or a threshold that is not positive
+    """
+    if not episodes:
+        raise ValueError("no episodes to report on: evaluate with record_goals=True")
+    if threshold <= 0:
+        raise ValueError(f"threshold must be positive, got {threshold}")
+    misses = [miss_of(episode) for episode in episodes]
+    initial = np.array([np.linalg.norm(np.subtract(episode.goal, episode.start)) for episode in episodes])
+    reached = np.array([miss.distance < threshold for miss in misses])
+    lines = [
+        f"Goals reached (within {threshold:g} of the goal): {int(reached.sum())} of {len(episodes)} "
+        f"({reached.mean():.2f})",
+        "",
+        "| goals by distance from the object's start | episodes | reached |",
+        "|---|---:|---:|",
+    ]
+    order = np.argsort(initial, kind="stable")
+    for number, quarter in enumerate(np.array_split(order, 4), start=1):
+        if len(quarter) == 0:
+            continue
+        low, high = initial[quarter].min(), initial[quarter].max()
+        lines.append(
+            f"| quarter {number}: {low:.3f}-{high:.3f} | {len(quarter)} | {reached[quarter].mean():.2f} |"
+        )
+    missed = [miss for miss, hit in zip(misses, reached, strict=True) if not hit]
+    lines.append("")
+    if not missed:
+        lines.append("No misses.")
+        return "\n".join(lines)
+    along = np.array([miss.along for miss in missed])
+    side = np.array([miss.side for miss in missed])
+    distance = np.array([miss.distance for miss in missed])
+    lines += [
+        f"Misses: {len(missed)}; median distance to the goal {np.median(distance):.3f} "
+        f"(within twice the threshold: {int((distance < 2 * threshold).sum())})",
+        "",
+        "| the object ended | misses |",
+        "|---|---:|",
+        f"| short of the goal by more than {threshold:g} | {int((along < -threshold).sum())} |",
+        f"| past the goal by more than {threshold:g} | {int((along > threshold).sum())} |",
+        f"| to the side of the line from its start by more than {threshold:g} | {int((side > threshold).sum())} |",
+        f"| within {threshold:g} both along and across (but off the goal) | "
+        f"{int(((np.abs(along) <= threshold) & (side <= threshold)).sum())} |",
+        "",
+        "(A miss both short and to the side counts in both rows.)",
+    ]
+    return "\n".join(lines)
