@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from her_wrap.core.replay import HindsightReplay
+from her_wrap.core.storage import EpisodeStorage
 from her_wrap.sb3.evaluation import EpisodeGoals
 
 
@@ -64,9 +66,12 @@ def goal_misses_report(episodes: Sequence[EpisodeGoals], threshold: float) -> st
     misses = [miss_of(episode) for episode in episodes]
     initial = np.array([np.linalg.norm(np.subtract(episode.goal, episode.start)) for episode in episodes])
     reached = np.array([miss.distance < threshold for miss in misses])
+    moved = np.array([np.linalg.norm(np.subtract(episode.end, episode.start)) for episode in episodes])
     lines = [
         f"Goals reached (within {threshold:g} of the goal): {int(reached.sum())} of {len(episodes)} "
         f"({reached.mean():.2f})",
+        f"The goals lay {_quartiles(initial)} from the object's start; the object ended {_quartiles(moved)} "
+        "from it (median, quartiles)",
         "",
         "| goals by distance from the object's start | episodes | reached |",
         "|---|---:|---:|",
@@ -102,3 +107,54 @@ def goal_misses_report(episodes: Sequence[EpisodeGoals], threshold: float) -> st
         "(A miss both short and to the side counts in both rows.)",
     ]
     return "\n".join(lines)
+
+
+def _quartiles(values: np.ndarray) -> str:
+    low, median, high = np.quantile(values, [0.25, 0.5, 0.75])
+    return f"{median:.3f} ({low:.3f}-{high:.3f})"
+
+
+def stored_episode_goals(replay: HindsightReplay) -> list[EpisodeGoals]:
+    """The :class:`EpisodeGoals` of every ended episode a replay buffer holds, oldest first: where its object
+    started and ended (its first and final observations' achieved goals) and the goal it was given (its first
+    step's desired goal).
+
+    :param replay: the buffer's :class:`~her_wrap.core.replay.HindsightReplay`: ``replay`` of her_wrap's SB3
+        buffers and of the numpy core's ``HindsightReplayBuffer``
+    """
+    storage = replay.storage
+    achieved, desired = (
+        _stored_field(storage, replay.achieved_goal_key),
+        _stored_field(storage, replay.desired_goal_key),
+    )
+    found: list[tuple[int, EpisodeGoals]] = []
+    for column in range(storage.n_envs):
+        starts = np.nonzero((storage.step_index[:, column] == 0) & (storage.episode_length[:, column] > 0))[0]
+        ends = (
+            starts + storage.episode_length[starts, column]
+        ) % storage.n_rows  # the final observation's row
+        written = storage.absolute_rows(starts, np.full(len(starts), column))
+        start_goals, end_goals = achieved[starts, column], achieved[ends, column]
+        if replay.goal_fn is not None:
+            start_goals, end_goals = (
+                np.asarray(replay.goal_fn(start_goals)),
+                np.asarray(replay.goal_fn(end_goals)),
+            )
+        for index, when in enumerate(written):
+            episode = EpisodeGoals(
+                np.array(start_goals[index]),
+                np.array(desired[starts[index], column]),
+                np.array(end_goals[index]),
+            )
+            found.append((int(when) * storage.n_envs + column, episode))
+    return [episode for _, episode in sorted(found, key=lambda item: item[0])]
+
+
+def _stored_field(storage: EpisodeStorage, name: str) -> np.ndarray:
+    """A field of the storage, an observation's or a step's, shaped ``(rows, n_envs, ...)``."""
+    for fields in (storage.observations, storage.steps):
+        if name in fields:
+            return fields[name]
+    raise KeyError(
+        f"the replay buffer stores no {name!r} (its fields: {sorted([*storage.observations, *storage.steps])})"
+    )

@@ -104,3 +104,64 @@ def test_enjoy_reports_the_goal_misses_of_a_fetch_agent(
     reached = int(out.split("Goals reached (within 0.05 of the goal): ")[1].split(" of 8")[0])
     assert f"success rate {reached / 8:.3f} ({reached}/8 episodes)" in out  # the env's own verdict agrees
     assert sum(line.startswith("| quarter") for line in out.splitlines()) == 4
+
+
+def _core_buffer_with_episodes(episodes: int):
+    """A numpy-core buffer too small for all of ``episodes`` 3-step episodes: episode ``e`` starts at
+    ``(e, 0)``, ends at ``(e, 3)`` and was given the goal ``(e, 9)``."""
+    from her_wrap import HindsightReplayBuffer
+
+    buffer = HindsightReplayBuffer(
+        size=10,
+        env_dict={"obs": {"shape": 2}, "act": {"shape": 1}, "next_obs": {"shape": 2}},
+        max_episode_len=5,
+        reward_func=lambda state, action, goal: -(np.linalg.norm(state - goal, axis=-1) > 0.1),
+    )
+    step = np.array([0.0, 1.0])
+    for episode in range(episodes):
+        state = np.array([episode, 0.0])
+        for _ in range(3):
+            buffer.add(obs=state, act=np.zeros(1), next_obs=state + step)
+            state = state + step
+        buffer.on_episode_end(np.array([episode, 9.0]))
+    buffer.add(obs=np.array([99.0, 0.0]), act=np.zeros(1), next_obs=np.array([99.0, 1.0]))  # in progress
+    return buffer
+
+
+def test_stored_episode_goals_reads_the_ended_episodes_a_buffer_still_holds_oldest_first() -> None:
+    from her_wrap.runs.goal_misses import stored_episode_goals
+
+    stored = stored_episode_goals(_core_buffer_with_episodes(6).replay)
+    assert 1 <= len(stored) < 6  # the ring dropped the oldest
+    kept = range(6 - len(stored), 6)
+    assert [episode.start.tolist() for episode in stored] == [[e, 0.0] for e in kept]
+    assert [episode.end.tolist() for episode in stored] == [[e, 3.0] for e in kept]
+    assert [episode.goal.tolist() for episode in stored] == [[e, 9.0] for e in kept]
+
+
+def test_replay_goals_script_reports_a_saved_buffer_and_refuses_other_pickles(tmp_path: Path) -> None:
+    import pickle
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "replay_goals.py"
+    replay = _core_buffer_with_episodes(2).replay
+    replay.reward_fn = None  # as HER.save_replay_buffer leaves the goal functions out (this one is a lambda)
+    with (tmp_path / "buffer.pkl").open("wb") as file:
+        pickle.dump(SimpleNamespace(replay=replay), file)
+    with (tmp_path / "other.pkl").open("wb") as file:
+        pickle.dump({"not": "a buffer"}, file)
+    run = [sys.executable, str(script), "--threshold", "0.5"]
+    completed = subprocess.run(
+        [*run, str(tmp_path / "buffer.pkl")], capture_output=True, text=True, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr
+    # two episodes that ended 6 from their goals: none reached, each 6 short along the line to it
+    assert (
+        "2 episodes of" in completed.stdout
+        and "Goals reached (within 0.5 of the goal): 0 of 2" in completed.stdout
+    )
+    assert "| short of the goal by more than 0.5 | 2 |" in completed.stdout
+    refused = subprocess.run([*run, str(tmp_path / "other.pkl")], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "holds a dict, not one of her_wrap's replay buffers" in refused.stderr
