@@ -526,6 +526,18 @@ def test_pinning_more_workers_than_cores_is_refused(
     assert not (tmp_path / "her").exists()
 
 
+def test_pinning_without_worker_processes_is_refused(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    err = _train_error(capsys, "--workers", "1", "--pin-workers", "-f", str(tmp_path))
+    assert "--pin-workers binds the worker processes that --workers N (N > 1) starts" in err
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    err = _train_error(capsys, "--pin-workers", "-f", str(tmp_path))
+    assert "a worker of torchrun, which binds with its own options" in err
+    assert not (tmp_path / "her").exists()
+
+
 def test_workers_stop_when_their_launcher_is_killed(tmp_path: Path) -> None:
     launcher = _launch_two_workers(tmp_path, stderr=subprocess.DEVNULL)
     assert launcher.stdout is not None
