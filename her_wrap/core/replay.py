@@ -198,7 +198,7 @@ class HindsightReplay:
         if self.movement is not None:
             assert self.prioritizer is not None
             slots, weights = self.movement.after_add(
-                self.storage, report, self._read_achieved_goals, online=self.online
+                self.storage, report, self.read_achieved_goals, online=self.online
             )
             if slots.size:
                 self.prioritizer.assign(slots, weights)
@@ -211,7 +211,8 @@ class HindsightReplay:
             if self.settings.prioritized and not self.online:
                 self.prioritizer.mark_new(rings * self.storage.n_envs + column)  # type: ignore[union-attr]
 
-    def _read_achieved_goals(self, rings: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    def read_achieved_goals(self, rings: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """The achieved goals stored at ring rows ``rings`` of ``columns``, as goals (``goal_fn`` applied)."""
         return self._goal_of(self.storage.read_field(self.achieved_goal_key, rings, columns))
 
     def _freeze_goals(self, rings: np.ndarray, column: int) -> None:
@@ -320,7 +321,7 @@ class HindsightReplay:
         goal_columns: np.ndarray,
         from_desired: np.ndarray | None = None,
     ) -> None:
-        goals = self._goal_of(self.storage.read_field(self.achieved_goal_key, goal_rings, goal_columns))
+        goals = self.read_achieved_goals(goal_rings, goal_columns)
         key = self.desired_goal_key
         if from_desired is not None:
             # Desired goals are goals already (goal_fn maps achieved states to goals, not these).

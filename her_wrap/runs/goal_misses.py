@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from her_wrap.core.replay import HindsightReplay
-from her_wrap.core.storage import EpisodeStorage
 from her_wrap.sb3.evaluation import EpisodeGoals
 
 
@@ -123,38 +122,14 @@ def stored_episode_goals(replay: HindsightReplay) -> list[EpisodeGoals]:
         buffers and of the numpy core's ``HindsightReplayBuffer``
     """
     storage = replay.storage
-    achieved, desired = (
-        _stored_field(storage, replay.achieved_goal_key),
-        _stored_field(storage, replay.desired_goal_key),
-    )
-    found: list[tuple[int, EpisodeGoals]] = []
-    for column in range(storage.n_envs):
-        starts = np.nonzero((storage.step_index[:, column] == 0) & (storage.episode_length[:, column] > 0))[0]
-        ends = (
-            starts + storage.episode_length[starts, column]
-        ) % storage.n_rows  # the final observation's row
-        written = storage.absolute_rows(starts, np.full(len(starts), column))
-        start_goals, end_goals = achieved[starts, column], achieved[ends, column]
-        if replay.goal_fn is not None:
-            start_goals, end_goals = (
-                np.asarray(replay.goal_fn(start_goals)),
-                np.asarray(replay.goal_fn(end_goals)),
-            )
-        for index, when in enumerate(written):
-            episode = EpisodeGoals(
-                np.array(start_goals[index]),
-                np.array(desired[starts[index], column]),
-                np.array(end_goals[index]),
-            )
-            found.append((int(when) * storage.n_envs + column, episode))
-    return [episode for _, episode in sorted(found, key=lambda item: item[0])]
-
-
-def _stored_field(storage: EpisodeStorage, name: str) -> np.ndarray:
-    """A field of the storage, an observation's or a step's, shaped ``(rows, n_envs, ...)``."""
-    for fields in (storage.observations, storage.steps):
-        if name in fields:
-            return fields[name]
-    raise KeyError(
-        f"the replay buffer stores no {name!r} (its fields: {sorted([*storage.observations, *storage.steps])})"
-    )
+    rings, columns = np.nonzero((storage.step_index == 0) & (storage.episode_length > 0))
+    order = np.lexsort((columns, storage.absolute_rows(rings, columns)))  # by when written, then column
+    rings, columns = rings[order], columns[order]
+    ends = (rings + storage.episode_length[rings, columns]) % storage.n_rows  # the final observation's row
+    starts = replay.read_achieved_goals(rings, columns)
+    finals = replay.read_achieved_goals(ends, columns)
+    goals = storage.read_field(replay.desired_goal_key, rings, columns)
+    return [
+        EpisodeGoals(np.array(start), np.array(goal), np.array(final))
+        for start, goal, final in zip(starts, goals, finals, strict=True)
+    ]
