@@ -159,6 +159,36 @@ def check_port_free(port: int) -> None:
             ) from None
 
 
+#: Set in the environment of the workers that :func:`launch` starts (to the launcher's pid).
+LAUNCHER_ENV = "HER_WRAP_LAUNCHER_PID"
+
+
+def started_by_launch() -> bool:
+    """Whether this process is a worker that ``her-wrap train --workers N`` started (not torchrun's)."""
+    return under_torchrun() and LAUNCHER_ENV in os.environ
+
+
+def check_launcher_options(args: argparse.Namespace) -> None:
+    """Refuse the options of :func:`launch` in a run that starts no worker processes.
+
+    A worker started by :func:`launch` carries the launcher's options and passes.
+
+    :raises UsageError: for ``--pin-workers`` or ``--oversubscribe`` in one process or under torchrun
+    """
+    if started_by_launch():
+        return
+    if args.pin_workers:
+        raise UsageError(
+            "--pin-workers binds the worker processes that --workers N (N > 1) starts, and this run has none "
+            "(one process, or a worker of torchrun, which binds with its own options): leave it out"
+        )
+    if args.oversubscribe:
+        raise UsageError(
+            "--oversubscribe allows --workers N (N > 1) to start more workers than cores, and this run starts "
+            "none (one process, or a worker of torchrun, which counts its own): leave it out"
+        )
+
+
 def under_torchrun() -> bool:
     """Whether this process was started as one worker of several (by torchrun or by :func:`launch`)."""
     return int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ
@@ -334,6 +364,7 @@ def _worker_main(
         WORLD_SIZE=str(world),
         LOCAL_WORLD_SIZE=str(world),
     )
+    os.environ[LAUNCHER_ENV] = str(os.getppid())
     from her_wrap.sb3.distributed import UnshareableSettingError, WorkerLostError
 
     threading.Thread(target=_exit_with_launcher, args=(rank,), daemon=True).start()

@@ -268,11 +268,7 @@ def run(args: argparse.Namespace) -> int:
                 args.workers = workers
         if (args.workers or 1) > 1:
             return distributed.launch(args, run)
-    if args.pin_workers:
-        raise UsageError(
-            "--pin-workers binds the worker processes that --workers N (N > 1) starts, and this run has none "
-            "(one process, or a worker of torchrun, which binds with its own options): leave it out"
-        )
+    distributed.check_launcher_options(args)
     train(args)
     if distributed.under_torchrun():
         distributed.exit_worker(0)  # a worker of several ends without the interpreter's teardown

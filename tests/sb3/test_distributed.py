@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import signal
@@ -19,6 +20,7 @@ from stable_baselines3.common.running_mean_std import RunningMeanStd
 
 from her_wrap import HER, BitFlippingEnv
 from her_wrap.runs import cli, distributed
+from her_wrap.runs.errors import UsageError
 from her_wrap.sb3.distributed import (
     UnshareableSettingError,
     check_shared_settings,
@@ -529,6 +531,7 @@ def test_pinning_more_workers_than_cores_is_refused(
 def test_pinning_without_worker_processes_is_refused(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    monkeypatch.delenv(distributed.LAUNCHER_ENV, raising=False)
     err = _train_error(capsys, "--workers", "1", "--pin-workers", "-f", str(tmp_path))
     assert "--pin-workers binds the worker processes that --workers N (N > 1) starts" in err
     monkeypatch.setenv("WORLD_SIZE", "2")
@@ -536,6 +539,60 @@ def test_pinning_without_worker_processes_is_refused(
     err = _train_error(capsys, "--pin-workers", "-f", str(tmp_path))
     assert "a worker of torchrun, which binds with its own options" in err
     assert not (tmp_path / "her").exists()
+
+
+def test_oversubscribing_without_worker_processes_is_refused(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv(distributed.LAUNCHER_ENV, raising=False)
+    err = _train_error(capsys, "--oversubscribe", "-f", str(tmp_path))
+    assert "--oversubscribe allows --workers N (N > 1) to start more workers than cores" in err
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    err = _train_error(capsys, "--oversubscribe", "-f", str(tmp_path))
+    assert "a worker of torchrun, which counts its own" in err
+    assert not (tmp_path / "her").exists()
+
+
+@pytest.mark.parametrize("option", ["--pin-workers", "--oversubscribe"])
+def test_the_launchers_options_pass_in_the_workers_it_starts(
+    option: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = argparse.Namespace(
+        pin_workers=option == "--pin-workers", oversubscribe=option == "--oversubscribe"
+    )
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.delenv(distributed.LAUNCHER_ENV, raising=False)
+    with pytest.raises(UsageError, match=option):
+        distributed.check_launcher_options(args)  # torchrun's worker
+    monkeypatch.setenv(distributed.LAUNCHER_ENV, "1234")
+    distributed.check_launcher_options(args)  # a worker of her-wrap train --workers 2
+
+
+@pytest.mark.skipif(distributed.available_cores() < 2, reason="binds two workers to two cores")
+def test_two_workers_bound_on_request_train_to_the_end(tmp_path: Path) -> None:
+    command = ["train", "--env", "BitFlipping-v0", "-n", "256", "--workers", "2", "--pin-workers"]
+    trained = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "her_wrap.runs.cli",
+            *command,
+            *STEP_TRAINING,
+            "--eval-freq",
+            "0",
+            "-f",
+            str(tmp_path),
+        ],
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert trained.returncode == 0, trained.stderr
+    assert "bound to cores" in trained.stdout
+    assert list(tmp_path.glob("her/BitFlipping-v0_1/BitFlipping-v0.zip"))
 
 
 def test_workers_stop_when_their_launcher_is_killed(tmp_path: Path) -> None:
