@@ -246,7 +246,7 @@ def _follow(
     agent: Any, envs: TrainingEnvs, remaining: int, *, reset_num_timesteps: bool, layout: RunLayout
 ) -> RunLayout:
     """Train as a worker other than rank 0: no evaluation, no logs, no files."""
-    agent.learn(remaining, log_interval=-1, reset_num_timesteps=reset_num_timesteps)
+    agent.learn(remaining, log_interval=None, reset_num_timesteps=reset_num_timesteps)
     envs.close()
     distributed.leave_workers()
     return layout

@@ -284,7 +284,7 @@ class HER(LearnerAttributes):
         self,
         total_timesteps: int,
         callback: MaybeCallback = None,
-        log_interval: int = 4,
+        log_interval: int | None = 4,
         tb_log_name: str = "HER",
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
@@ -296,7 +296,8 @@ class HER(LearnerAttributes):
 
         Callbacks see this HER model as their ``model`` (see :mod:`her_wrap.sb3.callbacks`): SB3's
         ``EvalCallback`` evaluates with :meth:`predict` on the env's own observations and saves
-        ``best_model.zip`` with :meth:`save`.
+        ``best_model.zip`` with :meth:`save`. ``log_interval`` counts episodes between log tables; ``None``
+        logs none.
         """
         if reset_num_timesteps or self.model._last_obs is None:
             self.replay_buffer.end_open_episodes()

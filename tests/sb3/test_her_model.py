@@ -292,3 +292,18 @@ def test_mlp_policy_trains_on_uint8_image_goals_and_relabels_them(tiny_learner_k
     expected = PixelGoalEnv().compute_reward(achieved, desired, None)
     np.testing.assert_array_equal(samples.rewards.numpy().ravel(), expected)
     assert (expected == 0.0).any() and (expected == -1.0).any()  # relabeled goals met, and goals missed
+
+
+@pytest.mark.parametrize("log_interval", [None, 1, 2, -1])
+def test_log_interval_none_writes_no_log_tables(log_interval, monkeypatch, tiny_learner_kwargs):
+    """``log_interval`` counts episodes between log tables, as in SB3; ``None`` writes none (the workers
+    other than rank 0 of a multi-worker run train so). SB3 reads -1 as every episode."""
+    env = BitFlippingEnv(N_BITS, max_steps=N_BITS)
+    model = HER("MultiInputPolicy", env, DQN, seed=0, **tiny_learner_kwargs())
+    written: list[int] = []
+    monkeypatch.setattr(model.model, "dump_logs", lambda: written.append(model.model._episode_num))
+    model.learn(30 * N_BITS, log_interval=log_interval)
+    episodes = model.model._episode_num
+    assert episodes >= 30
+    expected = {None: [], 1: list(range(1, episodes + 1)), 2: list(range(2, episodes + 1, 2))}
+    assert written == expected.get(log_interval, expected[1])
