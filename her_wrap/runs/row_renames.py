@@ -93,6 +93,9 @@ def rename_entry_rows(
       (``layer-norm+td3`` becomes ``td3``).
     - Any other row ran the entry before: it gains ``previous``'s parts in front of its own
       (``td3`` becomes ``no-layer-norm+td3``), except a budget part where the row sets its own budget.
+    - A row that ran some parts of ``promoted`` (``previous`` then names one part for each, in the same
+      order) loses those and gains the previous parts of the others only: with ``movement+layer-norm``
+      promoted and ``no-movement+no-layer-norm`` previous, ``movement`` becomes ``no-layer-norm``.
 
     Each renamed row gets its ``variant``, ``overrides``, ``command`` and ``train_command`` from the entry
     as it now is; its curve, settings and figures stay as they ran. Rows of other tasks, and the file's
@@ -105,13 +108,20 @@ def rename_entry_rows(
         any row did not run ``promoted``
     :returns: the new results and the renamed rows, in the file's order
     :raises UsageError: when the entry does not make ``promoted`` yet, ``previous`` changes nothing or is
-        missing, a renamed row's env steps are not its new command's budget, or two rows would share a key
+        missing, a row ran part of ``promoted`` and ``previous`` has not one part for each of its parts,
+        a renamed row's env steps are not its new command's budget, or two rows would share a key
     """
     shipped = _entry_settings(task, ())
     _check_promoted(task_name, task, shipped, promoted)
     if previous is not None:
         _check_previous(task_name, task, shipped, previous)
     promoted_parts = _parts(promoted)
+    previous_parts = _parts(previous)
+    undoes = (
+        dict(zip(promoted_parts, previous_parts, strict=True))
+        if len(previous_parts) == len(promoted_parts)
+        else None
+    )
     renamed: list[Renamed] = []
     updated: dict[str, dict[str, Any]] = {}
     for key, record in results.items():
@@ -120,18 +130,29 @@ def rename_entry_rows(
         if name != task_name:
             updated[key] = record
             continue
-        if all(part in parts for part in promoted_parts):
+        ran = [part for part in promoted_parts if part in parts]
+        if len(ran) == len(promoted_parts):
             new_parts = [part for part in parts if part not in promoted_parts]
         elif previous is None:
             raise UsageError(
                 f"row {key} did not run {promoted}: pass --previous, the variant that gives the entry "
                 f"{task_name} had before"
             )
+        elif ran and undoes is None:
+            raise UsageError(
+                f"row {key} ran {'+'.join(ran)}, a part of {promoted}: give --previous one part for each part "
+                f"of {promoted}, in the same order, so that the row undoes only the parts it did not run"
+            )
         else:
+            undo = (
+                _parts(previous)
+                if undoes is None
+                else [undoes[part] for part in promoted_parts if part not in ran]
+            )
             own_budget = any(budget_of(part) is not None for part in parts)
-            new_parts = [
-                part for part in _parts(previous) if not (own_budget and budget_of(part) is not None)
-            ] + parts
+            new_parts = [part for part in undo if not (own_budget and budget_of(part) is not None)] + [
+                part for part in parts if part not in ran
+            ]
         variant = "+".join(new_parts) or None
         row_task = task.with_variant(variant)
         if record.get("steps") != row_task.steps:

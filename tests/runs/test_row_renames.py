@@ -91,6 +91,33 @@ def test_a_shipped_change_of_settings_moves_between_the_rows_parts_and_rewrites_
     assert " -n 1000000 " in updated["fetch-push-ddpg+no-layer-norm+budget-1m/2"]["train_command"]
 
 
+def test_a_row_that_ran_part_of_a_shipped_pair_of_changes_undoes_only_the_other() -> None:
+    """FetchPush's entry ships both parts; a row that ran one of them names only the other's undoing."""
+    results = {
+        "fetch-push-ddpg/0": row(600_000),
+        "fetch-push-ddpg+movement/0": row(600_000, "movement"),
+        "fetch-push-ddpg+layer-norm+td3/0": row(600_000, "layer-norm+td3"),
+        "fetch-push-ddpg+movement+layer-norm/0": row(600_000, "movement+layer-norm", final=0.95),
+    }
+    updated, _ = rename_entry_rows(
+        results, "fetch-push-ddpg", FETCH_PUSH, "movement+layer-norm", "no-movement+no-layer-norm"
+    )
+    assert list(updated) == [
+        "fetch-push-ddpg+no-movement+no-layer-norm/0",
+        "fetch-push-ddpg+no-layer-norm/0",
+        "fetch-push-ddpg+no-movement+td3/0",
+        "fetch-push-ddpg/0",
+    ]
+    assert updated["fetch-push-ddpg/0"]["final_success"] == 0.95
+    assert updated["fetch-push-ddpg+no-layer-norm/0"]["overrides"] == ["policy_kwargs.layer_norm:false"]
+    assert updated["fetch-push-ddpg+no-movement+td3/0"]["train_command"].endswith(
+        "-params her.movement_clip:null her.movement_floor:0.05 model_class:td3"
+    )
+    with pytest.raises(UsageError, match="row fetch-push-ddpg\\+movement/0 ran movement, a part of "
+                       "movement\\+layer-norm: give --previous one part for each part"):  # fmt: skip
+        rename_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "movement+layer-norm", "no-layer-norm")
+
+
 def test_a_change_the_shipped_entry_does_not_make_yet_is_refused_naming_the_setting() -> None:
     results = {"fetch-push-ddpg+td3/0": row(600_000, "td3")}
     with pytest.raises(UsageError, match=r"does not make td3 yet \(model_class:td3 changes model_class\)"):
