@@ -135,14 +135,14 @@ def test_pick_and_place_entry_starts_half_its_training_episodes_grasped_and_a_va
     assert "grasp_start" not in undone.to_entry()  # the run's config.yml reads as the entry before it
 
 
-@pytest.mark.parametrize("env_id", ["FetchPush-v4", "PandaPush-v3"])
-def test_push_entries_alone_draw_by_movement_and_a_variant_undoes_it(env_id: str) -> None:
+@pytest.mark.parametrize("env_id", ["FetchPush-v4", "PandaPush-v3", "FetchSlide-v4"])
+def test_push_and_slide_entries_alone_draw_by_movement_and_a_variant_undoes_it(env_id: str) -> None:
     clips = {
         task.env_id: load_run_config(default_config_path(), task.env_id).hindsight.movement_clip
         for task in experiments.ENTRY_TASKS.values()
     }
-    assert clips.pop("FetchPush-v4") == 0.1 and clips.pop("PandaPush-v3") == 0.1
-    assert set(clips.values()) == {None}
+    assert clips.pop("FetchPush-v4") == clips.pop("PandaPush-v3") == clips.pop("FetchSlide-v4") == 0.1
+    assert set(clips.values()) == {None}  # the pick-and-place tasks draw uniformly
     shipped = load_run_config(default_config_path(), env_id)
     undone = load_run_config(default_config_path(), env_id, overrides=experiments.VARIANTS["no-movement"])
     assert shipped.hindsight.movement_floor == 0.01 and undone.hindsight.movement_clip is None
@@ -151,17 +151,19 @@ def test_push_entries_alone_draw_by_movement_and_a_variant_undoes_it(env_id: str
     assert undone.her == kept and undone.to_entry() == {**shipped.to_entry(), "her": kept}
 
 
-def test_push_entry_alone_has_layer_norm_and_a_variant_gives_sb3s_networks() -> None:
+@pytest.mark.parametrize("env_id", ["FetchPush-v4", "FetchSlide-v4"])
+def test_fetch_push_and_slide_entries_alone_have_layer_norm_and_a_variant_gives_sb3s_networks(
+    env_id: str,
+) -> None:
     policy_kwargs = {
         task.env_id: load_run_config(default_config_path(), task.env_id).learner_kwargs["policy_kwargs"]
         for task in experiments.ENTRY_TASKS.values()
     }
-    assert policy_kwargs.pop("FetchPush-v4") == {"net_arch": [256, 256, 256], "layer_norm": True}
+    with_layer_norm = {"net_arch": [256, 256, 256], "layer_norm": True}
+    assert policy_kwargs.pop("FetchPush-v4") == policy_kwargs.pop("FetchSlide-v4") == with_layer_norm
     assert all(kwargs == {"net_arch": [256, 256, 256]} for kwargs in policy_kwargs.values())
-    shipped = load_run_config(default_config_path(), "FetchPush-v4")
-    undone = load_run_config(
-        default_config_path(), "FetchPush-v4", overrides=experiments.VARIANTS["no-layer-norm"]
-    )
+    shipped = load_run_config(default_config_path(), env_id)
+    undone = load_run_config(default_config_path(), env_id, overrides=experiments.VARIANTS["no-layer-norm"])
     assert undone.learner_kwargs["policy_kwargs"] == {"net_arch": [256, 256, 256], "layer_norm": False}
     assert {**undone.to_entry(), "policy_kwargs": None} == {**shipped.to_entry(), "policy_kwargs": None}
 
