@@ -304,7 +304,8 @@ class HER(LearnerAttributes):
         self.model.learn(
             total_timesteps,
             callback=with_distributed_training(as_her_callback(callback, self), self.normalizer),
-            log_interval=log_interval,
+            # SB3 annotates learn's log_interval as int but hands it to collect_rollouts, which takes None.
+            log_interval=log_interval,  # type: ignore[arg-type]
             tb_log_name=tb_log_name,
             reset_num_timesteps=reset_num_timesteps,
             progress_bar=progress_bar,
