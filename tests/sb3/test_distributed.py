@@ -332,21 +332,16 @@ def test_bad_entry_workers_is_refused_before_any_worker_starts(
     assert not (tmp_path / "her").exists()
 
 
+def _two_workers_command(tmp_path: Path, budget: str, option: str) -> list[str]:
+    """``her-wrap train --workers 2 OPTION`` on bit flipping for ``budget`` env steps, without evaluations."""
+    command = ["train", "--env", "BitFlipping-v0", "-n", budget, "--workers", "2", option, *STEP_TRAINING]
+    return [sys.executable, "-m", "her_wrap.runs.cli", *command, "--eval-freq", "0", "-f", str(tmp_path)]
+
+
 def _launch_two_workers(tmp_path: Path, stderr: int) -> subprocess.Popen[str]:
     """``her-wrap train --workers 2`` on a budget it never reaches, without evaluations."""
-    command = ["train", "--env", "BitFlipping-v0", "-n", "1e7", "--workers", "2", "--oversubscribe"]
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "her_wrap.runs.cli",
-            *command,
-            *STEP_TRAINING,
-            "--eval-freq",
-            "0",
-            "-f",
-            str(tmp_path),
-        ],
+        _two_workers_command(tmp_path, "1e7", "--oversubscribe"),
         env=_environment(),
         stdout=subprocess.PIPE,
         stderr=stderr,
@@ -572,19 +567,8 @@ def test_the_launchers_options_pass_in_the_workers_it_starts(
 
 @pytest.mark.skipif(distributed.available_cores() < 2, reason="binds two workers to two cores")
 def test_two_workers_bound_on_request_train_to_the_end(tmp_path: Path) -> None:
-    command = ["train", "--env", "BitFlipping-v0", "-n", "256", "--workers", "2", "--pin-workers"]
     trained = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "her_wrap.runs.cli",
-            *command,
-            *STEP_TRAINING,
-            "--eval-freq",
-            "0",
-            "-f",
-            str(tmp_path),
-        ],
+        _two_workers_command(tmp_path, "256", "--pin-workers"),
         env=_environment(),
         capture_output=True,
         text=True,
