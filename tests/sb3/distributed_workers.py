@@ -121,7 +121,7 @@ def train_forever(rank: int, world: int, out: Path, learner: str) -> None:
         her.learn(10_000_000, callback=Ready())
     except RuntimeError as error:
         print(f"{type(error).__name__}: {error}", file=sys.stderr, flush=True)
-        sys.exit(3)
+        _exit(3)
 
 
 def one_step_data(rank: int) -> tuple[th.Tensor, th.Tensor]:
@@ -178,7 +178,7 @@ def mismatched(rank: int, world: int, out: Path, learner: str) -> None:
         her.learn(32)
     except ValueError as error:
         print(f"ValueError: {error}", file=sys.stderr, flush=True)
-        sys.exit(4)
+        _exit(4)
 
 
 def entry_prints_and_succeeds(args) -> int:
@@ -228,6 +228,14 @@ def entry_refuses_its_input(args) -> int:
     raise UsageError(f"{args.name} has no such option")
 
 
+def _exit(status: int) -> None:
+    """End the worker as her-wrap's own workers do, without the interpreter's teardown: a process that used
+    gloo can abort in it (SIGABRT, then a bus error), which the tests would read as a crash."""
+    from her_wrap.runs.distributed import exit_worker
+
+    exit_worker(status)
+
+
 def main() -> None:
     faulthandler.enable()  # a native abort prints where each Python thread was
     scenario, rank, world, port, out = sys.argv[1], *map(int, sys.argv[2:5]), Path(sys.argv[5])
@@ -239,10 +247,7 @@ def main() -> None:
     )
     print(f"rank {rank} done in {time.time() - started:.1f} s", flush=True)
     dist.destroy_process_group()
-    # As her-wrap's own workers do: no interpreter teardown, which can abort a process that used gloo.
-    from her_wrap.runs.distributed import exit_worker
-
-    exit_worker(0)
+    _exit(0)
 
 
 if __name__ == "__main__":
