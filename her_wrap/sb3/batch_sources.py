@@ -57,6 +57,10 @@ class UniformSource:
     :param replay_buffer: the buffer to sample, usually ``model.replay_buffer``
     """
 
+    #: Its draws read neither the learner's networks nor the reports, so a train step may draw the next
+    #: batch early (while several workers average the current step's gradients).
+    draws_ahead = True
+
     def __init__(self, replay_buffer: ReplayBuffer) -> None:
         self.replay_buffer = replay_buffer
 

@@ -162,8 +162,14 @@ def tqc_critic(
     return weighted_mean(per_sample, weights), quantile_mean_abs_td(current_quantiles, target_quantiles)
 
 
-def td3_critic(model: TD3, samples: Samples, weights: th.Tensor | None) -> CriticEvaluation:
-    """TD3's (and DDPG's) twin-critic MSE against the smoothed target policy's clipped double Q."""
+def td3_targets(model: TD3, samples: Samples) -> th.Tensor:
+    """TD3's (and DDPG's) TD targets of a batch, shape ``(B, 1)``, without gradient: the smoothed target
+    policy's clipped double Q under the target networks.
+
+    They read the target networks only, so a train step whose target networks stay put for the whole call
+    can compute the next batch's targets before the current step's optimizer steps (see
+    :func:`~her_wrap.sb3.train_steps.weighted_train` with several workers).
+    """
     with th.no_grad():
         # Target policy smoothing: clipped Gaussian noise drawn from the torch RNG, as TD3.train() does.
         # DDPG is TD3 with target_policy_noise=0, where the noise is zero but still drawn.
@@ -173,7 +179,17 @@ def td3_critic(model: TD3, samples: Samples, weights: th.Tensor | None) -> Criti
         next_q_values = th.cat(model.critic_target(samples.next_observations, next_actions), dim=1)
         next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
         target_q_values = samples.rewards + (1 - samples.dones) * _discounts(model, samples) * next_q_values
-        target_q_values = _clipped(model, target_q_values)
+        return _clipped(model, target_q_values)
+
+
+def td3_critic(
+    model: TD3, samples: Samples, weights: th.Tensor | None, targets: th.Tensor | None = None
+) -> CriticEvaluation:
+    """TD3's (and DDPG's) twin-critic MSE against the smoothed target policy's clipped double Q.
+
+    :param targets: the batch's :func:`td3_targets`, when they were computed ahead; None computes them
+    """
+    target_q_values = td3_targets(model, samples) if targets is None else targets
     current_q_values = model.critic(samples.observations, samples.actions)
     loss = twin_critic_loss(current_q_values, target_q_values, weights)
     return loss, mean_abs_td(current_q_values, target_q_values)

@@ -140,9 +140,19 @@ class GradientAverager:
     def average_together(self, optimizers: Iterable[th.optim.Optimizer]) -> None:
         """Average the gradients of all of ``optimizers`` now, in one all-reduce; the next step of each
         then uses them as they are (its hook does not average again)."""
+        self.start_average_together(optimizers).finish()
+
+    def start_average_together(self, optimizers: Iterable[th.optim.Optimizer]) -> PendingAverage:
+        """Start :meth:`average_together`'s all-reduce and return at once; its ``finish()`` waits for it.
+
+        Until ``finish()``, the gradients hold this worker's own values, and work that reads neither them
+        nor the parameters' next values (drawing the next batch, computing its targets) can fill the time
+        the all-reduce spends waiting for the other workers.
+        """
         optimizers = list(optimizers)
-        average_gradients([param for optimizer in optimizers for param in _with_gradients(optimizer)])
-        self._averaged.update(optimizers)
+        pending = start_average([param for optimizer in optimizers for param in _with_gradients(optimizer)])
+        pending.on_finish = lambda: self._averaged.update(optimizers)
+        return pending
 
     def _average(self, optimizer: th.optim.Optimizer, args: Any, kwargs: Any) -> None:
         if optimizer in self._averaged:
@@ -178,21 +188,54 @@ def joint_averager(first: th.optim.Optimizer, second: th.optim.Optimizer) -> Gra
     return averager
 
 
+class PendingAverage:
+    """The all-reduce of some gradients, started (:func:`start_average`) and not yet waited for.
+
+    :meth:`finish` waits for it and writes the mean over the workers into each gradient; the gradients are
+    copied into the all-reduce's buffer when it starts, so changing them in between changes nothing.
+    """
+
+    def __init__(self, gradients: list[th.Tensor], flat: th.Tensor | None, work: Any, workers: int) -> None:
+        self.gradients = gradients
+        self.flat = flat
+        self.work = work
+        self.workers = workers
+        #: Called once the means are in place (the averager marks its optimizers averaged).
+        self.on_finish: Callable[[], None] | None = None
+
+    def finish(self) -> None:
+        """Wait for the all-reduce and replace each gradient with its mean over the workers."""
+        if self.work is not None:
+            collective(self.work.wait, what="the gradient all-reduce")
+            self.work = None
+            assert self.flat is not None
+            self.flat /= self.workers
+            offset = 0
+            for gradient in self.gradients:
+                count = gradient.numel()
+                gradient.copy_(self.flat[offset : offset + count].view_as(gradient))
+                offset += count
+        if self.on_finish is not None:
+            self.on_finish()
+            self.on_finish = None
+
+
+def start_average(parameters: list[th.Tensor]) -> PendingAverage:
+    """Start the all-reduce that :func:`average_gradients` waits for; nothing to wait for in one process."""
+    workers = world_size()
+    gradients = [param.grad for param in parameters if param.grad is not None]
+    if workers <= 1 or not gradients:
+        return PendingAverage([], None, None, workers)
+    flat = th.cat([gradient.reshape(-1) for gradient in gradients])
+    work = collective(
+        dist.all_reduce, flat, op=dist.ReduceOp.SUM, async_op=True, what="the gradient all-reduce"
+    )
+    return PendingAverage(gradients, flat, work, workers)
+
+
 def average_gradients(parameters: list[th.Tensor]) -> None:
     """Replace each parameter's gradient with its mean over the workers (one all-reduce)."""
-    workers = world_size()
-    if workers <= 1 or not parameters:
-        return
-    gradients = [param.grad for param in parameters]
-    flat = th.cat([gradient.reshape(-1) for gradient in gradients if gradient is not None])
-    collective(dist.all_reduce, flat, op=dist.ReduceOp.SUM, what="the gradient all-reduce")
-    flat /= workers
-    offset = 0
-    for gradient in gradients:
-        assert gradient is not None
-        count = gradient.numel()
-        gradient.copy_(flat[offset : offset + count].view_as(gradient))
-        offset += count
+    start_average(parameters).finish()
 
 
 def broadcast_learner_state(model: OffPolicyAlgorithm, source: int = 0) -> None:

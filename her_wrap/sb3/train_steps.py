@@ -47,6 +47,7 @@ from her_wrap.sb3.critic_losses import (
     sac_critic,
     sb3_contrib,
     td3_critic,
+    td3_targets,
     tqc_critic,
     unsupported_learner,
     update_options_of,
@@ -56,6 +57,16 @@ from her_wrap.sb3.samples import Samples
 
 if TYPE_CHECKING:
     from her_wrap.sb3.batch_sources import BatchSource
+
+
+def draws_ahead(source: BatchSource) -> bool:
+    """Whether ``source`` may draw a step's batch before the previous step's optimizer steps and report.
+
+    True for a source that says so (``draws_ahead = True``: its draws read neither the learner's networks
+    nor what ``report`` was told, as uniform replay's); False for LaBER (it scores candidates with the
+    critic), prioritized replay (its priorities follow each report) and any source that does not say.
+    """
+    return bool(getattr(source, "draws_ahead", False))
 
 # Learners that share a train() layout; constrained so that mypy checks each loop against each class.
 _ValueModel = TypeVar("_ValueModel", DQN, "sb3_contrib.QRDQN")
@@ -243,21 +254,40 @@ def _train_td3(model: TD3, gradient_steps: int, batch_size: int, source: BatchSo
 
     per_cycle = update_options_of(model).target_update_per_cycle
     joint = joint_averager(model.actor.optimizer, model.critic.optimizer) if per_cycle else None
+    ahead = joint is not None and draws_ahead(source)
     critic_own = _critic_own_parameters(model)
     actor_losses, critic_losses = [], []
     actor_step_waits = False
-    for _ in range(gradient_steps):
+    next_batch: tuple[Samples, th.Tensor | None, th.Tensor] | None = None
+    for gradient_step in range(gradient_steps):
         # TD3 counts before the step: the policy delay below tests the updated count.
         model._n_updates += 1
-        samples, weights = source.draw(model, batch_size)
+        if next_batch is None:
+            samples, weights = source.draw(model, batch_size)
+            targets = None
+        else:
+            samples, weights, targets = next_batch
+            next_batch = None
 
-        critic_loss, td = td3_critic(model, samples, weights)
+        critic_loss, td = td3_critic(model, samples, weights, targets)
         critic_losses.append(critic_loss.item())
         model.critic.optimizer.zero_grad()
         critic_loss.backward()
-        if actor_step_waits:
+        if ahead and gradient_step + 1 < gradient_steps:
+            # While the all-reduce waits for the other workers, draw the next batch and compute its
+            # targets: they read neither the gradients nor the parameters these steps change.
+            assert joint is not None
+            optimizers = [model.critic.optimizer]
+            if actor_step_waits:
+                optimizers.insert(0, model.actor.optimizer)
+            pending = joint.start_average_together(optimizers)
+            next_samples, next_weights = source.draw(model, batch_size)
+            next_batch = (next_samples, next_weights, td3_targets(model, next_samples))
+            pending.finish()
+        elif actor_step_waits:
             assert joint is not None
             joint.average_together([model.actor.optimizer, model.critic.optimizer])
+        if actor_step_waits:
             model.actor.optimizer.step()
             actor_step_waits = False
         model.critic.optimizer.step()

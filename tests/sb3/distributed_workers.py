@@ -41,17 +41,42 @@ VARIANTS = {
 SEPARATE = "-separate"
 
 
-def _count_all_reduces() -> list[int]:
-    """Record the size of every all-reduce this process makes from now on."""
+def _count_all_reduces() -> tuple[list[int], list[int]]:
+    """Record the size of every all-reduce this process makes from now on, and for each the number of
+    batches drawn while it was in flight (started, not yet waited for)."""
     sizes: list[int] = []
+    draws_in_flight: list[int] = []
     all_reduce = dist.all_reduce
+    from her_wrap.sb3.batch_sources import UniformSource
+
+    draw = UniformSource.draw
 
     def counted(tensor, *args, **kwargs):
         sizes.append(tensor.numel())
-        return all_reduce(tensor, *args, **kwargs)
+        draws_in_flight.append(0)
+        work = all_reduce(tensor, *args, **kwargs)
+        if not kwargs.get("async_op"):
+            return work
+        index, wait = len(draws_in_flight) - 1, work.wait
+
+        class Watched:
+            def wait(self):
+                watched.remove(index)
+                return wait()
+
+        watched.add(index)
+        return Watched()
+
+    watched: set[int] = set()
+
+    def counted_draw(self, model, batch_size):
+        for index in watched:
+            draws_in_flight[index] += 1
+        return draw(self, model, batch_size)
 
     dist.all_reduce = counted
-    return sizes
+    UniformSource.draw = counted_draw  # type: ignore[method-assign]
+    return sizes, draws_in_flight
 
 
 def _model(learner: str, rank: int, normalize: bool, batch_size: int = 8):
@@ -91,7 +116,7 @@ def train(rank: int, world: int, out: Path, learner: str) -> None:
         learner = learner.removesuffix(SEPARATE)
         her_wrap.sb3.train_steps.joint_averager = lambda first, second: None  # type: ignore[assignment]
     her = _model(learner, rank, normalize=True)
-    all_reduces = _count_all_reduces()
+    all_reduces, draws_in_flight = _count_all_reduces()
     her.learn(64)
     statistics = her.normalizer.obs_rms if her.normalizer is not None else {}
     np.savez(
@@ -99,6 +124,7 @@ def train(rank: int, world: int, out: Path, learner: str) -> None:
         parameters=_flat_parameters(her),
         n_updates=her.model._n_updates,
         all_reduce_sizes=np.array(all_reduces, dtype=np.int64),
+        draws_in_flight=np.array(draws_in_flight, dtype=np.int64),
         **{f"mean_{key}": statistics[key].mean for key in sorted(statistics)},
         **{f"count_{key}": statistics[key].count for key in sorted(statistics)},
     )

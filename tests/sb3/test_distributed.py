@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKERS = Path(__file__).resolve().parent / "distributed_workers.py"
 sys.path.insert(0, str(WORKERS.parent))
 
-from distributed_workers import one_step_data, statistics_data  # noqa: E402
+from distributed_workers import VARIANTS, one_step_data, statistics_data  # noqa: E402
 
 #: Options that make the bit-flipping entry train every so many steps (not episodes), as workers need, and
 #: pin its seed.
@@ -174,6 +174,15 @@ def test_actor_and_critic_gradients_share_one_all_reduce_and_take_the_same_steps
     assert len(sizes_joint) == len(sizes_separate) - fused
     if learner.startswith("ddpg"):  # an actor step at each of the 2 gradient steps of a call
         assert actor_steps == updates and fused == updates // 2
+    # While each all-reduce of a call but its last is in flight, the next step's batch is drawn (one
+    # draw); the steps above are bit-identical to those that drew it after.
+    gradient_steps = VARIANTS[learner][1].get("gradient_steps", 2)
+    calls = updates // gradient_steps
+    for rank in range(2):
+        in_flight = joint[rank]["draws_in_flight"]
+        assert set(in_flight.tolist()) == {0, 1}
+        assert int(in_flight.sum()) == updates - calls
+        assert int(separate[rank]["draws_in_flight"].sum()) == 0
 
 
 def test_averaged_step_equals_one_step_on_the_mean_gradient_and_statistics_equal_the_union(
