@@ -12,7 +12,9 @@ identical on all of them. What is shared and how:
   one) runs unchanged, for the actor, the critics and SAC/TQC's entropy coefficient alike. The average is
   taken after anything the learner does between ``backward`` and ``step``: DQN's gradient-norm clipping
   clips each worker's gradient before the average. HER's DDPG/TD3 step with the targets moved once per
-  cycle sends each actor gradient in the next critic gradient's all-reduce (:func:`joint_averager`);
+  cycle sends each actor gradient in the next critic gradient's all-reduce (:func:`joint_averager`), and
+  with uniform draws it starts that all-reduce, draws the next batch and computes its targets, then waits
+  (:meth:`GradientAverager.start_average_together`);
 - target networks: moved by the learner from identical parameters, hence identical;
 - observation-normalizer statistics: the running mean/variance/count that each worker gathered since the
   last combination are merged into the shared statistics at the end of every rollout (before the
