@@ -29,7 +29,13 @@ if TYPE_CHECKING:
 
 
 class BatchSource(Protocol):
-    """Where :func:`weighted_train` gets its batches from (uniform replay, LaBER, PER, ...)."""
+    """Where :func:`weighted_train` gets its batches from (uniform replay, LaBER, PER, ...).
+
+    A source may also say ``draws_ahead = True`` when its draws read neither the learner's networks nor
+    what ``report`` was told: several workers then draw a step's batch while the previous step's gradient
+    all-reduce waits (:func:`~her_wrap.sb3.train_steps.draws_ahead`). Without it, every draw comes after
+    the previous step and its report.
+    """
 
     def draw(self, model: OffPolicyAlgorithm, batch_size: int) -> tuple[Samples, th.Tensor | None]:
         """Draw the batch of one gradient step.

@@ -68,6 +68,7 @@ def draws_ahead(source: BatchSource) -> bool:
     """
     return bool(getattr(source, "draws_ahead", False))
 
+
 # Learners that share a train() layout; constrained so that mypy checks each loop against each class.
 _ValueModel = TypeVar("_ValueModel", DQN, "sb3_contrib.QRDQN")
 _SoftModel = TypeVar("_SoftModel", SAC, "sb3_contrib.TQC")

@@ -58,3 +58,29 @@ def test_the_sb3_batch_sources_still_expose_laber_variants_from_the_core() -> No
     from her_wrap.sb3 import sources
 
     assert sources.LABER_VARIANTS is laber.LABER_VARIANTS
+
+
+@pytest.mark.parametrize("option", [None, *OPTIONS])
+def test_only_uniform_draws_may_be_drawn_ahead_of_the_previous_step(option, tiny_learner_kwargs):
+    """Several workers draw the next batch while an all-reduce waits only where the draw reads neither the
+    networks (LaBER scores with the critic) nor the last step's errors (prioritized replay)."""
+    from her_wrap.sb3.batch_sources import UniformSource
+    from her_wrap.sb3.train_steps import draws_ahead
+
+    options = {} if option is None else OPTIONS[option][0]
+    source = her_model(DDPG, options, tiny_learner_kwargs()).model.batch_source
+    assert isinstance(source, UniformSource) == (option is None)
+    assert draws_ahead(source) == (option is None)
+
+
+def test_a_source_that_does_not_say_is_not_drawn_ahead() -> None:
+    from her_wrap.sb3.train_steps import draws_ahead
+
+    class OwnSource:
+        def draw(self, model, batch_size):
+            raise AssertionError("not drawn here")
+
+        def report(self, td_abs):
+            pass
+
+    assert not draws_ahead(OwnSource())
