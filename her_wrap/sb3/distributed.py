@@ -145,16 +145,16 @@ class GradientAverager:
         self.start_average_together(optimizers).finish()
 
     def start_average_together(self, optimizers: Iterable[th.optim.Optimizer]) -> PendingAverage:
-        """Start :meth:`average_together`'s all-reduce and return at once; its ``finish()`` waits for it.
+        """Start :meth:`average_together`'s all-reduce and return at once; its ``finish()`` waits for it,
+        and must come before any of ``optimizers`` steps (their hooks no longer average).
 
         Until ``finish()``, the gradients hold this worker's own values, and work that reads neither them
         nor the parameters' next values (drawing the next batch, computing its targets) can fill the time
         the all-reduce spends waiting for the other workers.
         """
         optimizers = list(optimizers)
-        pending = start_average([param for optimizer in optimizers for param in _with_gradients(optimizer)])
-        pending.on_finish = lambda: self._averaged.update(optimizers)
-        return pending
+        self._averaged.update(optimizers)
+        return start_average([param for optimizer in optimizers for param in _with_gradients(optimizer)])
 
     def _average(self, optimizer: th.optim.Optimizer, args: Any, kwargs: Any) -> None:
         if optimizer in self._averaged:
@@ -202,8 +202,6 @@ class PendingAverage:
         self.flat = flat
         self.work = work
         self.workers = workers
-        #: Called once the means are in place (the averager marks its optimizers averaged).
-        self.on_finish: Callable[[], None] | None = None
 
     def finish(self) -> None:
         """Wait for the all-reduce and replace each gradient with its mean over the workers."""
@@ -217,9 +215,6 @@ class PendingAverage:
                 count = gradient.numel()
                 gradient.copy_(self.flat[offset : offset + count].view_as(gradient))
                 offset += count
-        if self.on_finish is not None:
-            self.on_finish()
-            self.on_finish = None
 
 
 def start_average(parameters: list[th.Tensor]) -> PendingAverage:

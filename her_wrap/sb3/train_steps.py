@@ -274,20 +274,18 @@ def _train_td3(model: TD3, gradient_steps: int, batch_size: int, source: BatchSo
         critic_losses.append(critic_loss.item())
         model.critic.optimizer.zero_grad()
         critic_loss.backward()
-        if ahead and gradient_step + 1 < gradient_steps:
-            # While the all-reduce waits for the other workers, draw the next batch and compute its
-            # targets: they read neither the gradients nor the parameters these steps change.
+        draw_next = ahead and gradient_step + 1 < gradient_steps
+        if actor_step_waits or draw_next:
+            # Else the critic's step hook averages its gradients alone.
             assert joint is not None
-            optimizers = [model.critic.optimizer]
-            if actor_step_waits:
-                optimizers.insert(0, model.actor.optimizer)
-            pending = joint.start_average_together(optimizers)
-            next_samples, next_weights = source.draw(model, batch_size)
-            next_batch = (next_samples, next_weights, td3_targets(model, next_samples))
+            waiting = [model.actor.optimizer] if actor_step_waits else []
+            pending = joint.start_average_together([*waiting, model.critic.optimizer])
+            if draw_next:
+                # While the all-reduce waits for the other workers, draw the next batch and compute its
+                # targets: they read neither the gradients nor the parameters these steps change.
+                next_samples, next_weights = source.draw(model, batch_size)
+                next_batch = (next_samples, next_weights, td3_targets(model, next_samples))
             pending.finish()
-        elif actor_step_waits:
-            assert joint is not None
-            joint.average_together([model.actor.optimizer, model.critic.optimizer])
         if actor_step_waits:
             model.actor.optimizer.step()
             actor_step_waits = False

@@ -50,6 +50,7 @@ def _count_all_reduces() -> tuple[list[int], list[int]]:
     from her_wrap.sb3.batch_sources import UniformSource
 
     draw = UniformSource.draw
+    watched: set[int] = set()  # the all-reduces in flight, by index
 
     def counted(tensor, *args, **kwargs):
         sizes.append(tensor.numel())
@@ -66,8 +67,6 @@ def _count_all_reduces() -> tuple[list[int], list[int]]:
 
         watched.add(index)
         return Watched()
-
-    watched: set[int] = set()
 
     def counted_draw(self, model, batch_size):
         for index in watched:
