@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.resources
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,9 +42,16 @@ def default_config_path() -> Path:
     return shipped
 
 
-def command_config(args: argparse.Namespace, config_source: Path | None = None) -> RunConfig:
+def command_config(
+    args: argparse.Namespace, config_source: Path | None = None, notes: list[str] | None = None
+) -> RunConfig:
     """The run's config entry as a command reads it: ``config_source`` (default: ``-c``, else
-    :func:`default_config_path`) with the command line's ``--algo``, ``-params``, ``-n`` and ``--n-envs``."""
+    :func:`default_config_path`) with the command line's ``--algo``, ``-params``, ``-n``, ``--n-envs``
+    and, for ``train``, its workers (``--workers``, or the count of a ``torchrun`` launch).
+
+    :param notes: when given, the lines saying what the command line changed beyond the entry's keys are
+        appended to it (see :attr:`her_wrap.runs.config.ConfigEntry.notes`)
+    """
     from her_wrap.runs.config import load_run_config
 
     if config_source is None:
@@ -55,6 +63,46 @@ def command_config(args: argparse.Namespace, config_source: Path | None = None) 
         overrides=args.hyperparams,
         n_timesteps=args.n_timesteps,
         n_envs=args.n_envs,
+        workers=command_workers(args),
+        notes=notes,
+    )
+
+
+def command_workers(args: argparse.Namespace) -> int | None:
+    """The worker processes a command trains on when the command line sets them: ``--workers``, else the
+    ``WORLD_SIZE`` of a ``torchrun`` launch; ``None`` when neither does (the entry's own count holds)."""
+    workers = getattr(args, "workers", None)
+    if workers is not None:
+        return int(workers)
+    if "WORLD_SIZE" in os.environ and hasattr(args, "workers"):
+        return int(os.environ["WORLD_SIZE"])
+    return None
+
+
+def shipped_configs() -> dict[str, Path]:
+    """The hyperparameter files installed with her_wrap (``her.yml``, ``her_jax.yml``), by file name."""
+    folder = importlib.resources.files("her_wrap.configs")
+    return {
+        entry.name: Path(str(entry)) for entry in folder.iterdir() if entry.name.endswith((".yml", ".yaml"))
+    }
+
+
+def config_path(text: str) -> Path:
+    """The argparse type of ``-c/--conf``: a file, or the name of a file shipped with her_wrap
+    (``-c her_jax.yml``, the SBX entries) when no such file is here.
+
+    :raises argparse.ArgumentTypeError: when it is neither, naming the shipped files
+    """
+    conf = Path(text)
+    if conf.is_file() or conf.parent != Path("."):
+        return conf
+    shipped = shipped_configs()
+    for name in (conf.name, f"{conf.name}.yml"):
+        if name in shipped:
+            return shipped[name]
+    raise argparse.ArgumentTypeError(
+        f"no hyperparameter file {conf}: pass a path, or one of the files shipped with her_wrap: "
+        f"{', '.join(sorted(shipped))}"
     )
 
 
@@ -117,9 +165,10 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         "--conf",
         "--conf-file",
         dest="conf",
-        type=Path,
+        type=config_path,
         default=None,
-        help="hyperparameter YAML, her_wrap's or rl-baselines3-zoo's (default: configs/her.yml)",
+        help="hyperparameter YAML, her_wrap's or rl-baselines3-zoo's, or the name of one shipped with her_wrap "
+        "(her.yml, her_jax.yml: SBX's JAX learners) (default: configs/her.yml)",
     )
     parser.add_argument(
         "--algo",

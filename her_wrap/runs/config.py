@@ -338,12 +338,15 @@ class ConfigEntry:
     :param env_id: the env id it is for
     :param where: ``"file: env id"`` for error messages
     :param file_algo: the learner a zoo file's name implies, or ``None``
+    :param notes: lines for the user on what the command line changed beyond the entry's own keys
+        (keys ``--algo`` left out, the shares of ``--workers``)
     """
 
     entry: dict[str, Any]
     env_id: str
     where: str
     file_algo: str | None
+    notes: tuple[str, ...] = ()
 
     def validate(self, entry: Mapping[str, Any] | None = None) -> RunConfig:
         """Validate this entry, or a changed copy of it, into a :class:`RunConfig`."""
@@ -360,6 +363,7 @@ def load_entry(
     overrides: Sequence[str] = (),
     n_timesteps: int | None = None,
     n_envs: int | None = None,
+    workers: int | None = None,
 ) -> ConfigEntry:
     """Read the entry for ``env_id`` from a hyperparameter file, without validating it yet.
 
@@ -369,6 +373,8 @@ def load_entry(
     :param overrides: ``-params`` items, applied after the default merge (see :func:`parse_override`)
     :param n_timesteps: replaces the entry's ``n_timesteps`` (``-n``)
     :param n_envs: replaces the entry's ``n_envs`` (``--n-envs``)
+    :param workers: worker processes of the run: an entry tuned for one is split among them
+        (:func:`split_among_workers`)
     :raises UsageError: for any problem with the file or the entry, in one line
     """
     source = str(path)
@@ -376,13 +382,90 @@ def load_entry(
     entries = with_other_version_entry(read_entries(path), env_id, source)
     entry = translate_zoo_keys(select_entry(entries, env_id, source), where)
     entry = apply_overrides(entry, overrides)
+    given = {parse_override(text)[0][0] for text in overrides}
+    notes: list[str] = []
     if algo is not None:
+        notes.extend(drop_keys_for_learner(entry, algo, given, where))
         entry["model_class"] = algo
     if n_timesteps is not None:
         entry["n_timesteps"] = n_timesteps
+        given.add("n_timesteps")
     if n_envs is not None:
         entry["n_envs"] = n_envs
-    return ConfigEntry(entry, env_id, where, algo_from_file_name(path))
+    if workers is not None and workers > 1:
+        notes.extend(split_among_workers(entry, workers, given, where))
+    return ConfigEntry(entry, env_id, where, algo_from_file_name(path), tuple(notes))
+
+
+def drop_keys_for_learner(entry: dict[str, Any], algo: str, given: set[str], where: str) -> list[str]:
+    """Leave out of ``entry``, in place, the learner arguments its own learner takes and ``algo`` lacks.
+
+    ``--algo`` puts another learner on an entry tuned for its ``model_class``: an argument of that learner
+    alone (``tau`` of SAC for CrossQ, which has no target networks) is no setting of the new one. Keys the
+    command line gave (``given``, from ``-params``) are kept, so a key that does not fit is still an error.
+
+    :return: one line saying what was left out, or none
+    """
+    old = entry.get("model_class")
+    new = canonical_learner_name(algo)
+    if old is None or canonical_learner_name(old) == new:
+        return []
+    keeps = learner_parameters(new)
+    dropped = [key for key in entry if key not in RUN_KEYS and key not in keeps and key not in given]
+    for key in dropped:
+        del entry[key]
+    if not dropped:
+        return []
+    return [f"{where}: {new} takes no {', '.join(dropped)} (arguments of the entry's {old}): left out"]
+
+
+#: Settings of an entry that count env steps or rows of one process: ``--workers N`` divides them by N.
+PER_WORKER_KEYS = ("n_timesteps", "learning_starts", "batch_size")
+
+
+def split_among_workers(entry: dict[str, Any], workers: int, given: set[str], where: str) -> list[str]:
+    """Give each of ``workers`` processes its share of an entry tuned for one, in place.
+
+    Workers average their gradients at every step, so a batch of ``batch_size / N`` rows on each of N
+    workers is one update on the entry's ``batch_size`` rows; each worker collects ``train_freq / N`` steps
+    of its ``n_envs`` envs per cycle, so a cycle gathers the entry's env steps for the same gradient steps;
+    ``learning_starts`` and ``n_timesteps`` count one worker's steps. The run then trains on the entry's
+    data per update and in all, N times as fast as the envs and updates allow. An entry that names its own
+    ``workers`` is tuned for them and stays as it is, and so do the settings the command line gave
+    (``given``) and those that do not divide by N.
+
+    :return: one line saying what was set, or none
+    """
+    if "workers" in entry:
+        return []
+    changed: list[str] = []
+    kept: list[str] = []
+    for key in PER_WORKER_KEYS:
+        value = entry.get(key)
+        if key in given or value is None:
+            continue
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and value % workers == 0:
+            entry[key] = value // workers
+            changed.append(f"{key} {entry[key]}")
+        else:
+            kept.append(key)
+    frequency = entry.get("train_freq")
+    if frequency is not None and "train_freq" not in given:
+        steps, unit = (frequency, "step") if isinstance(frequency, int) else tuple(frequency)
+        if unit == "step" and isinstance(steps, int) and steps % workers == 0:
+            entry["train_freq"] = [steps // workers, "step"]
+            changed.append(f"train_freq [{steps // workers}, step]")
+        else:
+            kept.append("train_freq")
+    entry["workers"] = workers
+    if not changed:
+        return []
+    line = f"{where} on {workers} workers, each: {', '.join(changed)} (the entry's data per update)"
+    if kept:
+        line += f"; kept as in the entry: {', '.join(kept)}"
+    return [line + "; -params sets any of them"]
 
 
 def load_run_config(
@@ -393,14 +476,20 @@ def load_run_config(
     overrides: Sequence[str] = (),
     n_timesteps: int | None = None,
     n_envs: int | None = None,
+    workers: int | None = None,
+    notes: list[str] | None = None,
 ) -> RunConfig:
     """Read and validate the entry for ``env_id``; the arguments are those of :func:`load_entry`.
 
+    :param notes: when given, the entry's :attr:`ConfigEntry.notes` are appended to it
     :raises UsageError: for any problem with the file or the entry, in one line
     """
-    return load_entry(
-        path, env_id, algo=algo, overrides=overrides, n_timesteps=n_timesteps, n_envs=n_envs
-    ).validate()
+    entry = load_entry(
+        path, env_id, algo=algo, overrides=overrides, n_timesteps=n_timesteps, n_envs=n_envs, workers=workers
+    )
+    if notes is not None:
+        notes.extend(entry.notes)
+    return entry.validate()
 
 
 def validate_file(path: str | Path) -> list[RunConfig]:

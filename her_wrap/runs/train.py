@@ -147,10 +147,14 @@ def train(args: argparse.Namespace) -> RunLayout:
     ensure_registered(args.env)
     saved = resolve_saved_agent(args.trained_agent) if args.trained_agent is not None else None
     config_source = _config_source(args, saved)
-    config = arguments.command_config(args, config_source)
+    notes: list[str] = []
+    config = arguments.command_config(args, config_source, notes)
     check_env_id(config.env_id, config.env_kwargs)
     seed = args.seed if args.seed is not None else arguments.draw_seed()
     worker = distributed.join_workers(args)  # rank 0 of 1 unless started as one of several workers
+    if worker.leads:
+        for note in notes:
+            print(note, flush=True)
     seed = worker.seed(seed)
     args.num_threads = arguments.torch_threads(args.num_threads, config.num_threads)
     arguments.set_torch_threads(args.num_threads)

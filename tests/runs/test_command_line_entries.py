@@ -1,0 +1,149 @@
+"""What the command line does to an entry beyond its keys: ``--workers`` shares, ``--algo`` on another
+learner's entry, and ``-c`` naming a file shipped with her_wrap."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from her_wrap.runs.arguments import add_config_arguments, config_path, shipped_configs
+from her_wrap.runs.config import load_entry, load_run_config
+from her_wrap.runs.errors import UsageError
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = REPO / "configs" / "her.yml"
+
+#: What two workers of the FetchPush entry trained on for the results table: each worker its 2 envs,
+#: half the batch, half the env steps per cycle, half the warm-up and half the budget.
+TWO_WORKER_FETCH_PUSH = ("batch_size:1024", "learning_starts:500", "train_freq:[125,step]")
+
+
+def write_config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "her.yml"
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- --workers
+
+
+def test_two_workers_train_the_fetch_push_recipe_of_the_results_table() -> None:
+    split = load_run_config(SHIPPED, "FetchPush-v4", workers=2)
+    measured = load_run_config(SHIPPED, "FetchPush-v4", overrides=TWO_WORKER_FETCH_PUSH, n_timesteps=300_000)
+    assert split.learner_kwargs == measured.learner_kwargs
+    assert (split.n_envs, split.n_timesteps, split.hindsight) == (
+        measured.n_envs,
+        measured.n_timesteps,
+        measured.hindsight,
+    )
+    assert split.workers == 2
+
+
+def test_workers_split_says_what_it_set() -> None:
+    notes: list[str] = []
+    load_run_config(SHIPPED, "FetchPush-v4", workers=2, notes=notes)
+    assert len(notes) == 1
+    for part in ("2 workers", "batch_size 1024", "learning_starts 500", "train_freq [125, step]"):
+        assert part in notes[0]
+
+
+ONE_WORKER_ENTRY = """
+    Pendulum-v1:
+      model_class: sac
+      n_timesteps: 3000
+      batch_size: 255
+      learning_starts: 100
+      train_freq: 4
+"""
+
+
+def test_settings_the_command_line_gives_are_not_split(tmp_path: Path) -> None:
+    path = write_config(tmp_path, ONE_WORKER_ENTRY)
+    config = load_run_config(path, "Pendulum-v1", workers=2, overrides=("learning_starts:60",), n_timesteps=500)
+    assert config.learner_kwargs["learning_starts"] == 60
+    assert config.n_timesteps == 500
+
+
+def test_settings_that_do_not_divide_are_kept_and_named(tmp_path: Path) -> None:
+    path = write_config(tmp_path, ONE_WORKER_ENTRY)
+    notes: list[str] = []
+    config = load_run_config(path, "Pendulum-v1", workers=2, notes=notes)
+    assert config.learner_kwargs["batch_size"] == 255
+    assert config.learner_kwargs["learning_starts"] == 50
+    assert config.learner_kwargs["train_freq"] == [2, "step"]
+    assert config.n_timesteps == 1500
+    assert "kept as in the entry: batch_size" in notes[0]
+
+
+def test_an_entry_tuned_for_its_workers_is_not_split(tmp_path: Path) -> None:
+    path = write_config(tmp_path, ONE_WORKER_ENTRY.replace("train_freq: 4", "train_freq: 4\n      workers: 2"))
+    notes: list[str] = []
+    config = load_run_config(path, "Pendulum-v1", workers=2, notes=notes)
+    assert config.learner_kwargs["learning_starts"] == 100
+    assert notes == []
+
+
+def test_a_saved_split_entry_is_not_split_again(tmp_path: Path) -> None:
+    # A resumed run reads its own config.yml, which records the workers it was split for.
+    from her_wrap.runs.yaml_io import write_yaml_file
+
+    path = write_config(tmp_path, ONE_WORKER_ENTRY)
+    split = load_run_config(path, "Pendulum-v1", workers=2)
+    saved = tmp_path / "config.yml"
+    write_yaml_file(saved, {"Pendulum-v1": split.to_entry()})
+    again = load_run_config(saved, "Pendulum-v1", workers=2)
+    assert again.learner_kwargs == split.learner_kwargs
+    assert again.n_timesteps == split.n_timesteps
+
+
+def test_one_worker_leaves_the_entry_alone(tmp_path: Path) -> None:
+    path = write_config(tmp_path, ONE_WORKER_ENTRY)
+    assert load_entry(path, "Pendulum-v1", workers=1).entry == load_entry(path, "Pendulum-v1").entry
+
+
+# --------------------------------------------------------------------------- --algo
+
+
+def test_algo_leaves_out_the_arguments_the_new_learner_lacks() -> None:
+    pytest.importorskip("sbx")
+    notes: list[str] = []
+    config = load_run_config(SHIPPED, "FetchReach-v4", algo="sbx.crossq", notes=notes)
+    assert "tau" not in config.learner_kwargs
+    assert config.learner_kwargs["batch_size"] == 256
+    assert len(notes) == 1 and "sbx.crossq takes no tau" in notes[0]
+
+
+def test_algo_keeps_an_argument_the_command_line_gives_and_refuses_it() -> None:
+    pytest.importorskip("sbx")
+    with pytest.raises(UsageError, match="unknown hyperparameter 'tau' for sbx.crossq"):
+        load_run_config(SHIPPED, "FetchReach-v4", algo="sbx.crossq", overrides=("tau:0.01",))
+
+
+def test_algo_of_the_same_learner_changes_nothing() -> None:
+    assert load_entry(SHIPPED, "FetchReach-v4", algo="sac").notes == ()
+
+
+# --------------------------------------------------------------------------- -c NAME
+
+
+def test_conf_names_a_file_shipped_with_her_wrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    parser = argparse.ArgumentParser()
+    add_config_arguments(parser)
+    assert parser.parse_args(["-c", "her_jax.yml"]).conf == shipped_configs()["her_jax.yml"]
+    assert parser.parse_args(["-c", "her_jax"]).conf == shipped_configs()["her_jax.yml"]
+
+
+def test_conf_prefers_a_file_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "her_jax.yml").write_text("{}\n", encoding="utf-8")
+    assert config_path("her_jax.yml") == Path("her_jax.yml")
+
+
+def test_conf_that_is_neither_names_the_shipped_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(argparse.ArgumentTypeError, match=r"her\.yml, her_jax\.yml"):
+        config_path("hers.yml")
