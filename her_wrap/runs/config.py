@@ -58,7 +58,7 @@ from typing import Any
 from her_wrap.core.settings import SETTING_NAMES, HindsightSettings
 from her_wrap.runs.env_versions import with_other_version_entry
 from her_wrap.runs.errors import UsageError
-from her_wrap.runs.model_classes import canonical_learner_name, learner_parameters
+from her_wrap.runs.model_classes import canonical_learner_name, learner_parameters, learner_policies
 from her_wrap.runs.overrides import apply_overrides, parse_override, parse_override_value, set_in
 from her_wrap.runs.run_config import RunConfig, hindsight_settings
 from her_wrap.runs.yaml_io import load_yaml_file
@@ -414,9 +414,17 @@ def drop_keys_for_learner(entry: dict[str, Any], algo: str, given: set[str], whe
     dropped = [key for key in entry if key not in RUN_KEYS and key not in keeps and key not in given]
     for key in dropped:
         del entry[key]
-    if not dropped:
-        return []
-    return [f"{where}: {new} takes no {', '.join(dropped)} (arguments of the entry's {old}): left out"]
+    notes = []
+    if dropped:
+        notes.append(
+            f"{where}: {new} takes no {', '.join(dropped)} (arguments of the entry's {old}): left out"
+        )
+    policies = learner_policies(new)
+    policy = entry.get("policy", "MultiInputPolicy")
+    if "policy" not in given and policy not in policies and "MlpPolicy" in policies:
+        entry["policy"] = "MlpPolicy"
+        notes.append(f"{where}: {new} has no {policy}: MlpPolicy instead (HER flattens the goal dict for it)")
+    return notes
 
 
 #: Settings of an entry that count env steps or rows of one process: ``--workers N`` divides them by N.

@@ -49,3 +49,8 @@ def learner_parameters(name: str) -> dict[str, inspect.Parameter]:
     """
     signature = inspect.signature(learner_table.learner_class(canonical_learner_name(name)))
     return {key: value for key, value in signature.parameters.items() if key not in _NOT_LEARNER_KWARGS}
+
+
+def learner_policies(name: str) -> tuple[str, ...]:
+    """The policy names a learner knows (``MultiInputPolicy``, ``MlpPolicy``...), by learner name."""
+    return tuple(getattr(learner_table.learner_class(canonical_learner_name(name)), "policy_aliases", {}))

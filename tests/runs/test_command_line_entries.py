@@ -4,6 +4,11 @@ learner's entry, and ``-c`` naming a file shipped with her_wrap."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
+import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -62,7 +67,9 @@ ONE_WORKER_ENTRY = """
 
 def test_settings_the_command_line_gives_are_not_split(tmp_path: Path) -> None:
     path = write_config(tmp_path, ONE_WORKER_ENTRY)
-    config = load_run_config(path, "Pendulum-v1", workers=2, overrides=("learning_starts:60",), n_timesteps=500)
+    config = load_run_config(
+        path, "Pendulum-v1", workers=2, overrides=("learning_starts:60",), n_timesteps=500
+    )
     assert config.learner_kwargs["learning_starts"] == 60
     assert config.n_timesteps == 500
 
@@ -79,7 +86,9 @@ def test_settings_that_do_not_divide_are_kept_and_named(tmp_path: Path) -> None:
 
 
 def test_an_entry_tuned_for_its_workers_is_not_split(tmp_path: Path) -> None:
-    path = write_config(tmp_path, ONE_WORKER_ENTRY.replace("train_freq: 4", "train_freq: 4\n      workers: 2"))
+    path = write_config(
+        tmp_path, ONE_WORKER_ENTRY.replace("train_freq: 4", "train_freq: 4\n      workers: 2")
+    )
     notes: list[str] = []
     config = load_run_config(path, "Pendulum-v1", workers=2, notes=notes)
     assert config.learner_kwargs["learning_starts"] == 100
@@ -118,8 +127,16 @@ def test_algo_leaves_out_the_arguments_the_new_learner_lacks() -> None:
 
 def test_algo_keeps_an_argument_the_command_line_gives_and_refuses_it() -> None:
     pytest.importorskip("sbx")
-    with pytest.raises(UsageError, match="unknown hyperparameter 'tau' for sbx.crossq"):
+    with pytest.raises(UsageError, match=r"unknown hyperparameter 'tau' for sbx\.crossq"):
         load_run_config(SHIPPED, "FetchReach-v4", algo="sbx.crossq", overrides=("tau:0.01",))
+
+
+def test_algo_onto_a_learner_without_the_entrys_policy_flattens_the_goal_dict() -> None:
+    pytest.importorskip("sbx")
+    notes: list[str] = []
+    config = load_run_config(SHIPPED, "FetchReach-v4", algo="sbx.ddpg", notes=notes)
+    assert config.policy == "MlpPolicy"
+    assert any("sbx.ddpg has no MultiInputPolicy: MlpPolicy instead" in note for note in notes)
 
 
 def test_algo_of_the_same_learner_changes_nothing() -> None:
@@ -143,7 +160,48 @@ def test_conf_prefers_a_file_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert config_path("her_jax.yml") == Path("her_jax.yml")
 
 
-def test_conf_that_is_neither_names_the_shipped_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_conf_that_is_neither_names_the_shipped_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     with pytest.raises(argparse.ArgumentTypeError, match=r"her\.yml, her_jax\.yml"):
         config_path("hers.yml")
+
+
+# --------------------------------------------------------------------------- the SBX entries, trained
+
+
+#: ``her-wrap train --env FetchReach-v4 -c her_jax.yml --algo LEARNER``: every SBX learner on the shipped
+#: entry (DDPG and TD3 with Gaussian noise, as the PyTorch entry's DDPG form).
+SBX_FETCH_REACH = [
+    ("sbx.sac", ()),
+    ("sbx.tqc", ()),
+    ("sbx.crossq", ()),
+    ("sbx.td3", ("-params", "noise_type:normal", "noise_std:0.2")),
+    ("sbx.ddpg", ("-params", "noise_type:normal", "noise_std:0.2")),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.robotics
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize(("learner", "extra"), SBX_FETCH_REACH, ids=[name for name, _ in SBX_FETCH_REACH])
+def test_shipped_sbx_entry_reaches_90_percent_on_fetch_reach(
+    learner: str, extra: tuple[str, ...], tmp_path: Path
+) -> None:
+    if importlib.util.find_spec("sbx") is None or importlib.util.find_spec("gymnasium_robotics") is None:
+        pytest.skip("needs the jax and robotics extras")
+    command = [sys.executable, "-m", "her_wrap.runs.cli"]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    common = ["--env", "FetchReach-v4", "-f", str(tmp_path / "logs")]
+    subprocess.run(
+        [*command, "train", *common, "-c", "her_jax.yml", "--algo", learner, "--seed", "0", "--no-progress",
+         "--eval-freq", "100000", *extra],
+        check=True, cwd=tmp_path, env=env, capture_output=True,
+    )  # fmt: skip
+    enjoyed = subprocess.run(
+        [*command, "enjoy", *common, "-n", "100", "--seed", "1000"],
+        check=True, cwd=tmp_path, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    rate = float(re.search(r"success rate ([0-9.]+)", enjoyed.stdout).group(1))  # type: ignore[union-attr]
+    assert rate >= 0.9, enjoyed.stdout

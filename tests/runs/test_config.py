@@ -434,7 +434,7 @@ def test_shipped_jax_config_names_sbx_learners_only() -> None:
     learners = {
         config.env_id: config.model_class for config in validate_file(REPO / "configs" / "her_jax.yml")
     }
-    assert learners == {"FetchPush-v4": "sbx.crossq"}
+    assert learners == {"FetchReach-v4": "sbx.sac", "FetchPush-v4": "sbx.crossq"}
 
 
 def test_config_yml_round_trip(tmp_path: Path) -> None:
