@@ -22,8 +22,20 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
-#: Every page whose blocks are run: the README and the site's pages (the API pages hold no examples).
+#: Every page whose blocks are run: the README and the site's pages (the API pages hold no examples, and
+#: the research log in ``docs/research/`` keeps the commands of their time as a record).
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+#: Pages of the research log besides ``docs/research/``: the benchmark pages their scripts write.
+MEASUREMENT_PAGES = {"benchmarks.md", *(page.name for page in (REPO / "docs").glob("bench_*.md"))}
+
+#: The pages a user acts on: the site's pages outside the research log and the API reference, the
+#: README and the changelog.
+USER_PAGES = [
+    REPO / "README.md",
+    REPO / "CHANGELOG.md",
+    *(page for page in sorted((REPO / "docs").glob("*.md")) if page.name not in MEASUREMENT_PAGES),
+]
 
 #: Languages of blocks that are commands for a shell; a fence without a language counts as one.
 SHELL_LANGUAGES = {"", "bash", "sh", "shell", "console"}
@@ -118,4 +130,27 @@ def shell_commands(code: str) -> list[tuple[str, list[str]]]:
         argv = shlex.split(line, comments=True)
         if argv:
             commands.append((line.strip(), argv))
+    return commands
+
+
+INLINE_CODE = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
+#: An inline span that names the subcommands rather than running one: ``her-wrap train | enjoy``.
+SUBCOMMAND_LIST = re.compile(r"\s[|/]\s")
+
+
+def inline_commands(page: Path) -> list[tuple[str, list[str]]]:
+    """The ``her-wrap ...`` commands of ``page``'s inline code spans, fenced blocks left out, as
+    ``(where, argv)``; a span that lists subcommands (``her-wrap train | enjoy``) is no command."""
+    text = page.read_text(encoding="utf-8")
+    commands = []
+    in_fence = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.startswith("```"):
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        for span in INLINE_CODE.findall(line):
+            if span.startswith("her-wrap ") and not SUBCOMMAND_LIST.search(span):
+                commands.append((f"{page.name}:{number}", shlex.split(span)))
     return commands

@@ -13,6 +13,11 @@ its budget, or write it to a file. Besides the markers, commands are run this wa
   must name known variants whose changes build TASK's entry.
 - ``pip install`` must carry a skip marker: the tests run offline in the installed environment.
 - Anything else (``python -m rl_zoo3.train ...``, ``mkdir ...``) runs in a shell.
+
+The commands a user copies without running them here are checked as far as they can be without running:
+``her-wrap`` commands of skipped blocks and of inline code spans of the user pages (those naming
+``--env``) must parse, name an entry of ``configs/her.yml`` and give a valid config for the learner they
+name; ``pip install`` names extras of ``pyproject.toml`` and torch at the version ``constraints.txt`` pins.
 """
 
 from __future__ import annotations
@@ -29,11 +34,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from doc_blocks import PAGES, REPO, SHELL_LANGUAGES, Block, fenced_blocks, shell_commands
+from doc_blocks import (
+    PAGES,
+    REPO,
+    SHELL_LANGUAGES,
+    USER_PAGES,
+    Block,
+    fenced_blocks,
+    inline_commands,
+    shell_commands,
+)
 
-from her_wrap.runs import experiments
-from her_wrap.runs.config import load_run_config
+from her_wrap.runs.cli import build_parser
+from her_wrap.runs.config import load_run_config, read_entries
 from her_wrap.runs.errors import UsageError
+
+SHIPPED_CONFIG = REPO / "configs" / "her.yml"
 
 TINY_BUDGETS = {
     "train": ["-n", "200", "--eval-freq", "100", "--eval-episodes", "1"],
@@ -76,6 +92,8 @@ def check_script_options(argv: list[str], where: str) -> None:
 
 def check_variant(task_name: str, variant: str, where: str) -> None:
     """A ``robotics_results.py SUBCOMMAND TASK --variant V`` names known variants that apply to TASK's entry."""
+    from her_wrap.runs import experiments
+
     task = experiments.ENTRY_TASKS.get(task_name)
     try:
         experiments.variant_argument(variant)  # the script's own check of --variant
@@ -208,3 +226,104 @@ def test_a_variant_unknown_or_not_applying_to_the_task_is_caught(variant: str, p
 def test_a_renamed_script_option_is_caught() -> None:
     with pytest.raises(AssertionError, match="defines no option"):
         check_script_options(["python", "scripts/bench_replay.py", "--no-such-option"], "here")
+
+
+# --------------------------------------------------------------------------- commands checked, not run
+
+
+def check_her_wrap_command(argv: list[str], where: str) -> None:
+    """``her-wrap ...`` parses, and a ``train``, ``optimize`` or ``enjoy`` of an env id builds a valid config
+    for the learner it names: from ``configs/her.yml`` when no ``-c`` names another file."""
+    output = io.StringIO()
+    with contextlib.redirect_stderr(output):
+        try:
+            args = build_parser().parse_args(argv[1:])
+        except SystemExit:
+            raise AssertionError(f"{where}: {' '.join(argv)} does not parse: {output.getvalue()}") from None
+    env_id = getattr(args, "env", None)
+    if args.command not in {"train", "optimize", "enjoy"} or not env_id or getattr(args, "conf", None):
+        return
+    env_id = env_id[0] if isinstance(env_id, list) else env_id
+    assert env_id in read_entries(SHIPPED_CONFIG), f"{where}: configs/her.yml has no entry {env_id!r}"
+    if args.command == "enjoy":
+        return
+    try:
+        load_run_config(
+            SHIPPED_CONFIG,
+            env_id,
+            algo=args.algo,
+            overrides=args.hyperparams or (),
+            n_timesteps=args.n_timesteps,
+            n_envs=getattr(args, "n_envs", None),
+        )
+    except UsageError as error:
+        raise AssertionError(f"{where}: {' '.join(argv)}: {error}") from None
+
+
+def her_wrap_argv(argv: list[str]) -> list[str] | None:
+    """The ``her-wrap`` command of a shell command: itself, or what ``-m her_wrap.runs.cli`` runs."""
+    if argv[0] == "her-wrap":
+        return argv
+    if "her_wrap.runs.cli" in argv:
+        return ["her-wrap", *argv[argv.index("her_wrap.runs.cli") + 1 :]]
+    return None
+
+
+def check_pip_install(argv: list[str], where: str) -> None:
+    """Extras named in ``".[a,b]"`` are extras of pyproject.toml; ``torch==V`` is the version constraints pins."""
+    pyproject = (REPO / "pyproject.toml").read_text()
+    extras = set(re.findall(r"^(\w+) = \[", pyproject[pyproject.index("optional-dependencies") :], re.M))
+    for argument in argv:
+        for named in re.findall(r"\[([\w,]+)\]", argument):
+            assert set(named.split(",")) <= extras, f"{where}: {argument} names an extra pyproject.toml lacks"
+        if argument.startswith("torch=="):
+            assert argument in (REPO / "constraints.txt").read_text().split(), (
+                f"{where}: {argument} is not the pin"
+            )
+
+
+def unrun_commands() -> list[tuple[str, list[str]]]:
+    """The shell commands of skipped blocks of every page whose blocks run, and the inline her-wrap
+    commands of the user pages that name an env."""
+    commands = [
+        (f"{block.where}: {line}", argv)
+        for page in PAGES
+        for block in fenced_blocks(page)
+        if block.skip is not None and block.language in SHELL_LANGUAGES
+        for line, argv in shell_commands(block.code)
+    ]
+    inline = [(where, argv) for page in USER_PAGES for where, argv in inline_commands(page)]
+    return commands + [(where, argv) for where, argv in inline if "--env" in argv]
+
+
+@pytest.mark.parametrize(("where", "argv"), unrun_commands(), ids=lambda value: str(value)[:60])
+def test_a_command_that_is_not_run_is_right_as_far_as_it_can_be_checked(where: str, argv: list[str]) -> None:
+    if (command := her_wrap_argv(argv)) is not None:
+        check_her_wrap_command(command, where)
+    elif argv[0] == "pip" or argv[1:3] == ["-m", "pip"]:
+        check_pip_install(argv, where)
+
+
+def test_an_inline_command_with_an_unknown_option_is_caught() -> None:
+    with pytest.raises(AssertionError, match="does not parse"):
+        check_her_wrap_command(["her-wrap", "train", "--env", "FetchReach-v4", "--no-such-option"], "here")
+
+
+def test_a_learner_that_lacks_a_key_of_the_entry_is_caught() -> None:
+    with pytest.raises(AssertionError, match="tau"):
+        check_her_wrap_command(
+            ["her-wrap", "train", "--env", "FetchReach-v4", "--algo", "sbx.crossq"], "here"
+        )
+
+
+def test_an_extra_missing_from_pyproject_is_caught() -> None:
+    with pytest.raises(AssertionError, match="extra"):
+        check_pip_install(["pip", "install", "-c", "constraints.txt", ".[robotics,nosuchextra]"], "here")
+
+
+def test_an_inline_her_wrap_span_in_a_page_is_found(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "Run `her-wrap train --env FetchReach-v4` or `her-wrap train | enjoy`.\n```\n`her-wrap x`\n```\n"
+    )
+    assert [argv for _, argv in inline_commands(page)] == [["her-wrap", "train", "--env", "FetchReach-v4"]]

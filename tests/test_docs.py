@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from doc_blocks import USER_PAGES
 
 import her_wrap
 import her_wrap.sb3
@@ -123,14 +124,14 @@ def test_every_option_is_on_the_cli_page(command: str) -> None:
     assert missing == [], f"her-wrap {command} options missing from docs/cli.md"
 
 
-def test_every_her_setting_of_a_config_is_on_the_cli_page() -> None:
-    text = (DOCS / "cli.md").read_text()
+def test_every_her_setting_of_a_config_is_on_the_configs_page() -> None:
+    text = (DOCS / "configs.md").read_text()
     assert [key for key in HER_SETTINGS if not re.search(rf"\b{key}\b", text)] == []
 
 
-def test_cli_page_config_example_is_a_valid_config(tmp_path: Path) -> None:
-    text = (DOCS / "cli.md").read_text()
-    (example,) = re.findall(r"```yaml\n(.*?)```", text[text.index("## Configs") :], flags=re.DOTALL)[:1]
+def test_configs_page_example_is_a_valid_config(tmp_path: Path) -> None:
+    text = (DOCS / "configs.md").read_text()
+    (example,) = re.findall(r"```yaml\n(.*?)```", text[text.index("## The format") :], flags=re.DOTALL)[:1]
     (tmp_path / "her.yml").write_text(example)
     assert [config.env_id for config in validate_file(tmp_path / "her.yml")] == ["FetchReach-v4"]
 
@@ -171,3 +172,90 @@ def test_zoo_page_trains_her_wraps_buffer_with_the_zoos_script(tmp_path: Path) -
     assert completed.returncode == 0, report(completed)
     with open(tmp_path / "logs" / "dqn" / "BitFlipping-v0_1" / "replay_buffer.pkl", "rb") as file:
         assert isinstance(pickle.load(file), her_wrap.sb3.HerReplayBuffer)
+
+
+# --------------------------------------------------------------------------- user pages and research log
+
+MAX_USER_PAGE_CHARACTERS = 10_000
+MAX_USER_PAGES_CHARACTERS = 60_000
+
+
+@pytest.mark.parametrize("page", USER_PAGES, ids=lambda page: str(page.relative_to(REPO)))
+def test_a_user_page_is_at_most_10k_characters(page: Path) -> None:
+    assert len(page.read_text(encoding="utf-8")) <= MAX_USER_PAGE_CHARACTERS
+
+
+def test_the_user_pages_are_at_most_60k_characters_in_all() -> None:
+    site_pages = [page for page in USER_PAGES if page.parent == DOCS and page.name != "changelog.md"]
+    pages = [*site_pages, REPO / "CHANGELOG.md"]
+    assert sum(len(page.read_text(encoding="utf-8")) for page in pages) <= MAX_USER_PAGES_CHARACTERS
+
+
+def test_every_research_log_page_says_it_is_history() -> None:
+    pages = [*sorted((DOCS / "research").glob("*.md")), DOCS / "benchmarks.md"]
+    assert [page.name for page in pages if '!!! note "History"' not in page.read_text()] == []
+
+
+def test_every_page_of_the_docs_folder_is_in_the_nav() -> None:
+    nav = (REPO / "mkdocs.yml").read_text()
+    pages = [str(page.relative_to(DOCS)) for page in DOCS.rglob("*.md")]
+    assert [page for page in pages if not re.search(rf":?\s{re.escape(page)}\s*$", nav, re.M)] == []
+
+
+# --------------------------------------------------------------------------- figures that must agree
+
+GENERATED = re.compile(r"<!-- (?P<name>[\w ]+): start -->\n(?P<body>.*?)<!-- (?P=name): end -->", re.S)
+
+
+def generated_sections(path: Path) -> dict[str, str]:
+    return {match["name"]: match["body"] for match in GENERATED.finditer(path.read_text(encoding="utf-8"))}
+
+
+def shipped_budgets() -> dict[str, int]:
+    """``n_timesteps`` of every entry of ``configs/her.yml``, as the run config reads it."""
+    return {config.env_id: int(config.n_timesteps) for config in validate_file(REPO / "configs" / "her.yml")}
+
+
+def test_the_results_page_shows_the_readmes_generated_table() -> None:
+    readme, results = generated_sections(REPO / "README.md"), generated_sections(DOCS / "results.md")
+    assert results["robotics table"] == readme["robotics table"]
+
+
+def test_a_results_table_row_that_misses_09_ran_its_entrys_budget() -> None:
+    budgets = shipped_budgets()
+    rows = [
+        line.split(" | ") for line in generated_sections(REPO / "README.md")["robotics table"].splitlines()
+    ]
+    quoted = {
+        (row[0].strip("| "), int(steps) * 1000)
+        for row in rows
+        for steps in re.findall(r"0\.9 not reached in (\d+)k", " | ".join(row))
+    }
+    assert {(env_id, steps) for env_id, steps in quoted if budgets[env_id] != steps} == set()
+
+
+def test_the_budgets_on_the_configs_page_are_the_entries() -> None:
+    text = (DOCS / "configs.md").read_text()
+    table = text[text.index("## The shipped entries") :]
+    quoted = {
+        env_id: int(float(budget))
+        for ids, budget in re.findall(r"^\| (`[^|]+) \| [^|]+ \| ([\d.e]+) \|$", table, flags=re.M)
+        for env_id in re.findall(r"`([^`]+)`", ids)
+    }
+    budgets = shipped_budgets()
+    assert quoted and {env_id: steps for env_id, steps in quoted.items() if budgets[env_id] != steps} == {}
+
+
+def test_no_user_page_quotes_a_budget_other_than_its_entrys() -> None:
+    """A sentence naming a shipped env id and a number of env steps names that entry's budget."""
+    budgets = shipped_budgets()
+    wrong = []
+    for page in USER_PAGES:
+        text = re.sub(r"<!-- ([\w ]+): start -->.*?<!-- \1: end -->", "", page.read_text(), flags=re.S)
+        for sentence in re.split(r"(?<=[.;:])\s", text):
+            for env_id in [env_id for env_id in budgets if env_id in sentence]:
+                for number, unit in re.findall(r"(\d[\d.,]*)\s*([kM])? env steps", sentence):
+                    steps = float(number.replace(",", "")) * {"k": 1e3, "M": 1e6, "": 1}[unit]
+                    if steps != budgets[env_id]:
+                        wrong.append(f"{page.name}: {env_id} with {number}{unit} env steps")
+    assert wrong == []
