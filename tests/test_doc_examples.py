@@ -309,10 +309,11 @@ def test_an_inline_command_with_an_unknown_option_is_caught() -> None:
         check_her_wrap_command(["her-wrap", "train", "--env", "FetchReach-v4", "--no-such-option"], "here")
 
 
-def test_a_learner_that_lacks_a_key_of_the_entry_is_caught() -> None:
+def test_a_key_the_learner_lacks_given_on_the_command_line_is_caught() -> None:
     with pytest.raises(AssertionError, match="tau"):
         check_her_wrap_command(
-            ["her-wrap", "train", "--env", "FetchReach-v4", "--algo", "sbx.crossq"], "here"
+            ["her-wrap", "train", "--env", "FetchReach-v4", "--algo", "sbx.crossq", "-params", "tau:0.01"],
+            "here",
         )
 
 
