@@ -534,18 +534,6 @@ def test_a_config_holds_its_hindsight_settings_built_once() -> None:
     )
 
 
-def test_the_her_keyword_of_run_config_is_deprecated_naming_hindsight() -> None:
-    with pytest.warns(DeprecationWarning, match="hindsight=HindsightSettings"):
-        old = RunConfig("BitFlipping-v0", "dqn", 100, her={"n_sampled_goal": 2, "store_infos": True})
-    assert old == RunConfig(
-        "BitFlipping-v0",
-        "dqn",
-        100,
-        hindsight=HindsightSettings(n_sampled_goal=2),
-        her_options={"store_infos": True},
-    )
-
-
 def test_to_entry_writes_the_her_section_that_loads_into_the_same_config(tmp_path: Path) -> None:
     config = load_run_config(ZOO_FILE, "FetchSlide-v4")
     write_yaml_file(tmp_path / "config.yml", {config.env_id: config.to_entry()})
