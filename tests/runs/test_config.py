@@ -19,9 +19,9 @@ from her_wrap.runs.config import (
     validate_file,
 )
 from her_wrap.runs.errors import UsageError
-from her_wrap.runs.literals import parse_python_literal
 from her_wrap.runs.model_factory import learner_kwargs, resolve_learning_rate, resolve_policy_kwargs
 from her_wrap.runs.yaml_io import parse_yaml, write_yaml_file
+from her_wrap.runs.zoo_translation import parse_python_literal
 
 REPO = Path(__file__).resolve().parents[2]
 ZOO_FILE = Path(__file__).resolve().parents[1] / "data" / "tqc.yml"
