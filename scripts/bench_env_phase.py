@@ -4,7 +4,7 @@ Two measurements, each alternating the two paths in one process:
 
 **The env step.** ``env.step(action)`` of the env ``gymnasium.make`` builds against the one
 :func:`~her_wrap.envs.make_goal_env` builds (what ``HER("FetchPush-v4", ...)`` and ``her-wrap train``
-step), which reads the robot's joints by addresses found once (:mod:`her_wrap.envs.robot_observations`;
+step), which reads the robot's joints by addresses found once (:mod:`her_wrap.envs.robot_envs`;
 the same observations). Random actions, a reset at each episode's end, the same seeds on both.
 
 **The exploration action.** At every env step SB3's ``collect_rollouts`` asks the learner for one exploration action per env through
@@ -45,7 +45,7 @@ from stable_baselines3.common.noise import NormalActionNoise
 
 from her_wrap import HER
 from her_wrap.envs.registry import make_goal_env
-from her_wrap.envs.robot_observations import RobotJointReader
+from her_wrap.envs.robot_envs import RobotJointReader
 from her_wrap.sb3.fast_actor import actor_plan
 from her_wrap.sb3.learners import learner_class
 

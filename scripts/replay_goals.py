@@ -1,6 +1,6 @@
 """Where the training episodes of a saved replay buffer took their object, against their goals.
 
-The same report as ``her-wrap enjoy --goal-misses`` (:mod:`her_wrap.runs.goal_misses`), over the episodes
+The same report as ``her-wrap enjoy --goal-misses`` (:mod:`her_wrap.runs.enjoy`), over the episodes
 the buffer holds: how far their goals lay from the object's start and how far the object went, and which
 goals training reached, by quarter of distance. These are exploring episodes (action noise, random
 actions), not the greedy agent's: set beside ``--goal-misses``, they say whether the agent's misses are
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from her_wrap.core.replay import HindsightReplay
-from her_wrap.runs.goal_misses import goal_misses_report, stored_episode_goals
+from her_wrap.runs.enjoy import goal_misses_report, stored_episode_goals
 
 
 def main(argv: list[str] | None = None) -> int:

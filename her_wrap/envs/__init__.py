@@ -24,7 +24,6 @@ from her_wrap.envs.checks import (
 )
 from her_wrap.envs.goal_wrapper import GoalKeyLayout, GoalObservationLayout, HERGoalEnvWrapper
 from her_wrap.envs.grasp_start import GraspStartWrapper
-from her_wrap.envs.panda_determinism import make_panda_deterministic
 from her_wrap.envs.registry import (
     EnvRegistryError,
     MissingExtraError,
@@ -33,7 +32,7 @@ from her_wrap.envs.registry import (
     make_goal_env,
     register_envs,
 )
-from her_wrap.envs.robot_observations import RobotJointReader, speed_up_robot_observations
+from her_wrap.envs.robot_envs import RobotJointReader, make_panda_deterministic, speed_up_robot_observations
 
 __all__ = [
     "GOAL_KEYS",

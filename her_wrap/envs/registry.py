@@ -28,8 +28,7 @@ from typing import Any
 import gymnasium
 
 from her_wrap.envs.checks import check_goal_space  # re-exported: its home is envs.checks
-from her_wrap.envs.panda_determinism import make_panda_deterministic
-from her_wrap.envs.robot_observations import speed_up_robot_observations
+from her_wrap.envs.robot_envs import make_panda_deterministic, speed_up_robot_observations
 
 #: her_wrap's own ids and the keyword arguments they fix. Neither sets ``max_episode_steps``: the env
 #: truncates itself after ``max_steps`` steps, so ``gymnasium.make`` adds no second ``TimeLimit``.
@@ -157,9 +156,9 @@ def make_goal_env(env_id: str, **env_kwargs: Any) -> gymnasium.Env:
     env it is given (:func:`~her_wrap.envs.check_goal_env`).
 
     A gymnasium-robotics MuJoCo robot env (Fetch, Hand) reads its robot joints by addresses found once
-    (:func:`~her_wrap.envs.robot_observations.speed_up_robot_observations`: the same observations, in
+    (:func:`~her_wrap.envs.robot_envs.speed_up_robot_observations`: the same observations, in
     less time). A panda-gym env's resets without a seed follow its last seeded reset, and its contacts are
-    ordered (:func:`~her_wrap.envs.panda_determinism.make_panda_deterministic`), so a seeded run repeats
+    ordered (:func:`~her_wrap.envs.robot_envs.make_panda_deterministic`), so a seeded run repeats
     itself.
 
     :param env_id: see :func:`ensure_registered`

@@ -2,10 +2,10 @@
 
 One job per module:
 
-- configs: :mod:`~her_wrap.runs.yaml_io` (YAML with numbers such as ``1e6``), :mod:`~her_wrap.runs.literals`
-  (the zoo's ``"dict(...)"`` strings, never evaluated), :mod:`~her_wrap.runs.zoo_translation` (the zoo's
-  forms of an entry), :mod:`~her_wrap.runs.overrides` (``-params`` items), :mod:`~her_wrap.runs.model_classes`
-  (``model_class`` names), :mod:`~her_wrap.runs.config` (files and entries, validated into a
+- configs: :mod:`~her_wrap.runs.yaml_io` (YAML with numbers such as ``1e6``),
+  :mod:`~her_wrap.runs.zoo_translation` (the zoo's forms of an entry: ``"dict(...)"`` strings, never
+  evaluated, HER's buffer keys, env ids of older versions, ``-params`` items),
+  :mod:`~her_wrap.runs.model_classes` (``model_class`` names), :mod:`~her_wrap.runs.config` (files and entries, validated into a
   :class:`~her_wrap.runs.run_config.RunConfig`), :mod:`~her_wrap.runs.presets` (the shipped entries as
   ``HER`` keyword arguments);
 - building a run: :mod:`~her_wrap.runs.env_factory` (env ids, checks, monitors),

@@ -56,17 +56,20 @@ from pathlib import Path
 from typing import Any
 
 from her_wrap.core.settings import SETTING_NAMES, HindsightSettings
-from her_wrap.runs.env_versions import with_other_version_entry
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.model_classes import canonical_learner_name, learner_parameters, learner_policies
-from her_wrap.runs.overrides import apply_overrides, parse_override, parse_override_value, set_in
 from her_wrap.runs.run_config import RunConfig, hindsight_settings
 from her_wrap.runs.yaml_io import load_yaml_file
 from her_wrap.runs.zoo_translation import (
     HER_SETTINGS,
     algo_from_file_name,
+    apply_overrides,
     parse_literal_strings,
+    parse_override,
+    parse_override_value,
+    set_in,
     translate_zoo_keys,
+    with_other_version_entry,
 )
 from her_wrap.sb3.learners import DISCRETE_ACTION_LEARNERS
 from her_wrap.sb3.update_options import UPDATE_OPTION_NAMES, UpdateOptions

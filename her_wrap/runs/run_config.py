@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,8 +20,6 @@ class RunConfig:
     once from the file's values, and :attr:`her_options`, HER's other keyword arguments (``store_infos`` and
     the update options). Every other value is plain data (numbers, strings, lists, mappings), so
     :meth:`to_entry` writes the config back as YAML that loads into the same config.
-
-    ``RunConfig(..., her={...})``, the form before :attr:`hindsight` existed, still works and warns.
     """
 
     env_id: str
@@ -55,7 +52,6 @@ class RunConfig:
         policy: str = "MultiInputPolicy",
         n_envs: int = 1,
         num_threads: int | None = None,
-        her: Mapping[str, Any] | None = None,
         learner_kwargs: dict[str, Any] | None = None,
         env_kwargs: dict[str, Any] | None = None,
         normalize: bool | dict[str, Any] = False,
@@ -67,17 +63,6 @@ class RunConfig:
         workers: int | None = None,
         grasp_start: float | None = None,
     ) -> None:
-        if her is not None:
-            warnings.warn(
-                "RunConfig(her={...}) is deprecated; pass hindsight=HindsightSettings(...) and "
-                "her_options={...} (store_infos and the update options)",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            if hindsight is not None or her_options is not None:
-                raise TypeError("give her= or hindsight=/her_options=, not both")
-            hindsight = hindsight_settings(her)
-            her_options = {key: value for key, value in her.items() if key not in SETTING_NAMES}
         values = {
             "env_id": env_id,
             "model_class": model_class,

@@ -197,9 +197,9 @@ class PendingAverage:
     copied into the all-reduce's buffer when it starts, so changing them in between changes nothing.
     """
 
-    def __init__(self, gradients: list[th.Tensor], flat: th.Tensor | None, work: Any, workers: int) -> None:
+    def __init__(self, gradients: list[th.Tensor], packed: th.Tensor | None, work: Any, workers: int) -> None:
         self.gradients = gradients
-        self.flat = flat
+        self.packed = packed
         self.work = work
         self.workers = workers
 
@@ -208,12 +208,12 @@ class PendingAverage:
         if self.work is not None:
             collective(self.work.wait, what="the gradient all-reduce")
             self.work = None
-            assert self.flat is not None
-            self.flat /= self.workers
+            assert self.packed is not None
+            self.packed /= self.workers
             offset = 0
             for gradient in self.gradients:
                 count = gradient.numel()
-                gradient.copy_(self.flat[offset : offset + count].view_as(gradient))
+                gradient.copy_(self.packed[offset : offset + count].view_as(gradient))
                 offset += count
 
 
@@ -223,11 +223,11 @@ def start_average(parameters: list[th.Tensor]) -> PendingAverage:
     gradients = [param.grad for param in parameters if param.grad is not None]
     if workers <= 1 or not gradients:
         return PendingAverage([], None, None, workers)
-    flat = th.cat([gradient.reshape(-1) for gradient in gradients])
+    packed = th.cat([gradient.reshape(-1) for gradient in gradients])
     work = collective(
-        dist.all_reduce, flat, op=dist.ReduceOp.SUM, async_op=True, what="the gradient all-reduce"
+        dist.all_reduce, packed, op=dist.ReduceOp.SUM, async_op=True, what="the gradient all-reduce"
     )
-    return PendingAverage(gradients, flat, work, workers)
+    return PendingAverage(gradients, packed, work, workers)
 
 
 def average_gradients(parameters: list[th.Tensor]) -> None:
@@ -349,13 +349,13 @@ class NormalizerSync:
 
 
 def _unpack(
-    flat: np.ndarray, shapes_from: list[tuple[np.ndarray, np.ndarray, float]], index: int
+    packed: np.ndarray, shapes_from: list[tuple[np.ndarray, np.ndarray, float]], index: int
 ) -> tuple[np.ndarray, np.ndarray, float]:
     offset = 0
     for position, (mean, _, _) in enumerate(shapes_from):
         size = mean.size
         if position == index:
-            part = flat[offset : offset + 2 * size + 1]
+            part = packed[offset : offset + 2 * size + 1]
             return part[:size].reshape(mean.shape), part[size : 2 * size].reshape(mean.shape), float(part[-1])
         offset += 2 * size + 1
     raise IndexError(index)

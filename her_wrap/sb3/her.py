@@ -19,8 +19,8 @@ from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.core.settings import HindsightSettings, LaBERVariant
 from her_wrap.envs.registry import make_goal_env
 from her_wrap.sb3.batch_sources import BatchSource, UniformSource, make_batch_source
-from her_wrap.sb3.callbacks import as_her_callback
 from her_wrap.sb3.distributed import with_distributed_training
+from her_wrap.sb3.her_callbacks import as_her_callback
 from her_wrap.sb3.jax_learners import (
     SbxHindsightReplayWrapper,
     check_jax_learner,
@@ -294,7 +294,7 @@ class HER(LearnerAttributes):
         A run that resets the env closes the episodes the buffer had in progress. In a process group of
         several workers, the workers train one learner together (see :mod:`her_wrap.sb3.distributed`).
 
-        Callbacks see this HER model as their ``model`` (see :mod:`her_wrap.sb3.callbacks`): SB3's
+        Callbacks see this HER model as their ``model`` (see :mod:`her_wrap.sb3.her_callbacks`): SB3's
         ``EvalCallback`` evaluates with :meth:`predict` on the env's own observations and saves
         ``best_model.zip`` with :meth:`save`. ``log_interval`` counts episodes between log tables; ``None``
         logs none.

@@ -22,7 +22,7 @@ class UpdateOptions:
 
     :param clip_target: clip the critic's TD target to ``(low, high)``, the range the returns can take.
         For the -1 / 0 rewards of the goal envs (gymnasium-robotics, panda-gym, bit flipping) that is
-        ``(-1 / (1 - gamma), 0)`` (Andrychowicz et al. 2017); :meth:`for_sparse_rewards` builds it. Applies
+        ``(-1 / (1 - gamma), 0)`` (Andrychowicz et al. 2017); :meth:`sparse_reward_bounds` gives it. Applies
         to every learner, to the Q values (DQN, SAC, TD3, DDPG) and to every quantile (QRDQN, TQC).
     :param action_l2: weight of an L2 penalty on the actor's actions (in the policy's [-1, 1] scale),
         added to the actor loss: ``action_l2 * mean(action ** 2)`` (SAC, TQC, TD3, DDPG)
@@ -73,7 +73,11 @@ class UpdateOptions:
 
     @property
     def is_default(self) -> bool:
-        """True when every option is off: the learner's own ``train()`` is used."""
+        """True when every option is off: the updates are stock stable-baselines3's.
+
+        HER may still run them through :func:`~her_wrap.sb3.train_steps.weighted_train` (for SAC, TQC, TD3
+        and DDPG it takes the same steps for less work).
+        """
         return self == UpdateOptions()
 
     def to_dict(self) -> dict[str, Any]:

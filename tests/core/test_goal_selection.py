@@ -1,23 +1,14 @@
-"""Goal selection as one concept: strategies and goal sources in one module, each value parsed once,
-and the module paths they had before still importable (with a DeprecationWarning naming the new one)."""
+"""Goal selection as one concept: strategies and goal sources in one module, each value parsed once."""
 
 from __future__ import annotations
 
 import importlib
-import sys
 
 import pytest
 
 from her_wrap import HindsightReplayBuffer, HindsightSettings
 from her_wrap.core import goal_selection
 from her_wrap.core.goal_selection import DesiredGoal, GoalSelectionStrategy, GoalSource
-
-
-def fresh_import(module_name: str):
-    """Import a module as a first import would (its import-time warning included)."""
-    sys.modules.pop(module_name, None)
-    return importlib.import_module(module_name)
-
 
 # ---------------------------------------------------------------- one concept, one set of members
 
@@ -78,20 +69,6 @@ def test_the_cpprb_api_buffer_hands_its_raw_strategy_to_the_settings(strategy_pa
 
 
 # ---------------------------------------------------------------- the paths of before
-
-
-def test_the_strategies_module_warns_and_gives_the_same_objects():
-    with pytest.warns(DeprecationWarning, match="her_wrap.core.goal_selection"):
-        strategies = fresh_import("her_wrap.core.strategies")
-    assert strategies.GoalSelectionStrategy is GoalSelectionStrategy
-    assert strategies.KEY_TO_GOAL_STRATEGY is goal_selection.KEY_TO_GOAL_STRATEGY
-
-
-def test_the_standalone_module_warns_and_gives_the_same_buffer():
-    with pytest.warns(DeprecationWarning, match="her_wrap.core.hindsight_replay_buffer"):
-        standalone = fresh_import("her_wrap.core.standalone")
-    assert standalone.HindsightReplayBuffer is HindsightReplayBuffer
-    assert HindsightReplayBuffer.__module__ == "her_wrap.core.hindsight_replay_buffer"
 
 
 @pytest.mark.parametrize("name", ["GoalSource", "parse_goal_mix"])

@@ -14,7 +14,7 @@ from robotics_extra import ROBOTICS, needs_panda_gym
 
 from her_wrap import BitFlippingEnv
 from her_wrap.envs import make_goal_env, make_panda_deterministic
-from her_wrap.envs.panda_determinism import is_panda_env
+from her_wrap.envs.robot_envs import is_panda_env
 from her_wrap.runs.env_factory import make_vec_goal_env
 
 pytestmark = [*ROBOTICS, needs_panda_gym]

@@ -19,9 +19,9 @@ from her_wrap.runs.config import (
     validate_file,
 )
 from her_wrap.runs.errors import UsageError
-from her_wrap.runs.literals import parse_python_literal
 from her_wrap.runs.model_factory import learner_kwargs, resolve_learning_rate, resolve_policy_kwargs
 from her_wrap.runs.yaml_io import parse_yaml, write_yaml_file
+from her_wrap.runs.zoo_translation import parse_python_literal
 
 REPO = Path(__file__).resolve().parents[2]
 ZOO_FILE = Path(__file__).resolve().parents[1] / "data" / "tqc.yml"
@@ -531,18 +531,6 @@ def test_a_config_holds_its_hindsight_settings_built_once() -> None:
     config = load_run_config(ZOO_FILE, "BitFlippingContinuous-v0")
     assert config.hindsight == HindsightSettings(
         n_sampled_goal=2, goal_selection_strategy="final", online=False
-    )
-
-
-def test_the_her_keyword_of_run_config_is_deprecated_naming_hindsight() -> None:
-    with pytest.warns(DeprecationWarning, match="hindsight=HindsightSettings"):
-        old = RunConfig("BitFlipping-v0", "dqn", 100, her={"n_sampled_goal": 2, "store_infos": True})
-    assert old == RunConfig(
-        "BitFlipping-v0",
-        "dqn",
-        100,
-        hindsight=HindsightSettings(n_sampled_goal=2),
-        her_options={"store_infos": True},
     )
 
 

@@ -9,8 +9,8 @@ from typing import NamedTuple
 import pytest
 
 from her_wrap.runs.config import load_run_config
-from her_wrap.runs.env_versions import other_version_entry
 from her_wrap.runs.errors import UsageError
+from her_wrap.runs.zoo_translation import other_version_entry
 
 
 class VersionCase(NamedTuple):

@@ -11,7 +11,7 @@ from robotics_extra import ROBOTICS
 
 from her_wrap import HER, BitFlippingEnv
 from her_wrap.runs import cli
-from her_wrap.runs.goal_misses import Miss, goal_misses_report, miss_of
+from her_wrap.runs.enjoy import Miss, goal_misses_report, miss_of
 from her_wrap.sb3.evaluation import EpisodeGoals, evaluate_agent
 
 
@@ -129,7 +129,7 @@ def _core_buffer_with_episodes(episodes: int):
 
 
 def test_stored_episode_goals_reads_the_ended_episodes_a_buffer_still_holds_oldest_first() -> None:
-    from her_wrap.runs.goal_misses import stored_episode_goals
+    from her_wrap.runs.enjoy import stored_episode_goals
 
     stored = stored_episode_goals(_core_buffer_with_episodes(6).replay)
     assert 1 <= len(stored) < 6  # the ring dropped the oldest

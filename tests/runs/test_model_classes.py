@@ -1,9 +1,6 @@
-"""``model_class`` names of a config: :mod:`her_wrap.runs.model_classes`, and its deprecated old path."""
+"""``model_class`` names of a config: :mod:`her_wrap.runs.model_classes`."""
 
 from __future__ import annotations
-
-import importlib
-import sys
 
 import pytest
 
@@ -24,11 +21,3 @@ def test_learner_parameters_leave_out_what_the_run_sets_itself() -> None:
     parameters = learner_parameters("ddpg")
     assert "learning_rate" in parameters
     assert "replay_buffer_class" not in parameters and "env" not in parameters
-
-
-def test_the_old_module_path_warns_naming_the_new_one_and_gives_the_same_functions() -> None:
-    sys.modules.pop("her_wrap.runs.learners", None)
-    with pytest.warns(DeprecationWarning, match="her_wrap.runs.model_classes"):
-        old = importlib.import_module("her_wrap.runs.learners")
-    assert old.canonical_learner_name is canonical_learner_name
-    assert old.learner_parameters is learner_parameters

@@ -111,13 +111,3 @@ def test_the_shipped_config_is_package_data_of_the_wheel():
     setuptools = pyproject["tool"]["setuptools"]
     assert setuptools["package-dir"]["her_wrap.configs"] == "configs"
     assert "*.yml" in setuptools["package-data"]["her_wrap.configs"]
-
-
-def test_the_old_module_path_warns_naming_the_new_one():
-    import her_wrap.sb3.presets as old
-
-    with pytest.warns(DeprecationWarning, match="her_wrap.runs.presets"):
-        value = old.BIT_FLIPPING_DQN
-    assert value is presets.BIT_FLIPPING_DQN
-    with pytest.raises(AttributeError):
-        _ = old.NOT_A_PRESET

@@ -14,7 +14,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from her_wrap import HER, BitFlippingEnv
-from her_wrap.sb3.callbacks import CallbackModel
+from her_wrap.sb3.her_callbacks import CallbackModel
 
 N_BITS = 4
 

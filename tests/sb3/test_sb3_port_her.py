@@ -35,8 +35,6 @@ import torch as th
 from stable_baselines3 import DDPG, DQN, SAC, TD3
 from stable_baselines3.common.callbacks import EvalCallback
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.evaluation import evaluate_policy
-from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
@@ -161,6 +159,25 @@ def same_values(first: dict[str, np.ndarray], second: dict[str, np.ndarray]) -> 
     return first.keys() == second.keys() and all(np.array_equal(first[key], second[key]) for key in first)
 
 
+def rewards_and_env_rewards(
+    buffer: Any, env: BitFlippingEnv, batch_size: int = 512
+) -> tuple[np.ndarray, np.ndarray]:
+    """A batch's rewards, and the env's rewards for its next achieved goals against its desired goals."""
+    samples = buffer.sample(batch_size)
+    expected = env.compute_reward(
+        samples.next_observations["achieved_goal"].numpy(), samples.observations["desired_goal"].numpy(), None
+    )
+    return samples.rewards.numpy().ravel(), expected
+
+
+#: Smallest share of rewards 0 in a batch of 4-bit episodes relabeled with ``n_sampled_goal=2``, ``future``:
+#: 2/3 of the batch is relabeled, and ``future`` picks the transition's own next achieved goal (reward 0)
+#: with probability 1/4 or more in episodes of at most 4 steps: 1/6 of the batch on average from that
+#: alone (0.37 to 0.41 in all, measured on these runs). Without relabeling, the same runs reach their own
+#: goal in 0.05 to 0.10 of their steps.
+MIN_RELABELED_SUCCESS_SHARE = 0.15
+
+
 # ---------------------------------------------------------------- the class SB3 dropped
 
 
@@ -202,8 +219,9 @@ def test_her(entry: EntryPoint, model_class: type[OffPolicyAlgorithm], image_obs
         buffer_size=int(2e4),
     )
     model.learn(total_timesteps=150)
-    mean_reward, _ = evaluate_policy(model, Monitor(env_fn()))
-    assert -n_bits <= mean_reward <= 0  # one reward of -1 or 0 per step, n_bits steps at most
+    rewards, env_rewards = rewards_and_env_rewards(model.replay_buffer, env_fn())
+    assert np.array_equal(rewards, env_rewards)  # each reward is recomputed for the goal it is sampled with
+    assert np.mean(rewards == 0.0) >= MIN_RELABELED_SUCCESS_SHARE
 
 
 @through_both
@@ -455,7 +473,7 @@ def test_full_replay_buffer_wraps_and_keeps_sampling() -> None:
 
     SB3 must not sample the episode in progress there; her_wrap samples episodes in progress on purpose
     (goals come from their stored steps), so the case checks that the ring has wrapped and still gives
-    batches whose rewards are the task's (-1 or 0).
+    relabeled batches whose rewards are the env's for their goals.
     """
     n_bits = 4
     n_envs = 2
@@ -479,8 +497,9 @@ def test_full_replay_buffer_wraps_and_keeps_sampling() -> None:
     )
     model.learn(total_timesteps=100)
     storage = model.replay_buffer.replay.storage
-    rewards = model.replay_buffer.sample(64).rewards.numpy()
-    assert (storage.written > storage.n_rows).all() and np.isin(rewards, (-1.0, 0.0)).all()
+    rewards, env_rewards = rewards_and_env_rewards(model.replay_buffer, env_fn())
+    assert (storage.written > storage.n_rows).all()
+    assert np.array_equal(rewards, env_rewards) and np.mean(rewards == 0.0) >= MIN_RELABELED_SUCCESS_SHARE
 
 
 @pytest.mark.parametrize("n_envs", [1, 2])

@@ -226,12 +226,6 @@ def test_v2_add_of_a_wrong_observation_raises_and_stores_nothing():
 
 
 MOVED = [
-    ("her_wrap.sb3.weighted", "weighted_train", "her_wrap.sb3.train_steps"),
-    ("her_wrap.sb3.weighted", "td_abs", "her_wrap.sb3.critic_losses"),
-    ("her_wrap.sb3.weighted", "UniformSource", "her_wrap.sb3.batch_sources"),
-    ("her_wrap.sb3.weighted", "WeightedTrainMixin", "her_wrap.sb3.learner_mixin"),
-    ("her_wrap.sb3.sources", "LaBERSource", "her_wrap.sb3.batch_sources"),
-    ("her_wrap.sb3.sources", "make_batch_source", "her_wrap.sb3.batch_sources"),
     ("her_wrap.sb3.replay_wrapper", "layout_space", "her_wrap.envs.goal_wrapper"),
 ]
 
