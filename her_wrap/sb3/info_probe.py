@@ -19,7 +19,7 @@ from her_wrap.sb3.goal_functions import GoalFunctions
 
 
 class InfoProbe:
-    """The first-add and first-sample checks of :class:`~her_wrap.sb3.replay_wrapper.HindsightExperienceReplayWrapper`.
+    """The first-add and first-sample checks of :class:`~her_wrap.sb3.HerReplayBuffer`.
 
     The class that mixes it in sets the attributes annotated here and calls :meth:`_start_probing` before
     the first step.

@@ -26,7 +26,7 @@ StagedStep = tuple[Any, ...]
 
 
 class StagedStepWriter:
-    """The writing side of :class:`~her_wrap.sb3.replay_wrapper.HindsightExperienceReplayWrapper`.
+    """The writing side of :class:`~her_wrap.sb3.HerReplayBuffer`.
 
     The class that mixes it in sets :attr:`replay`, :attr:`keys` and :attr:`n_envs`, and calls
     :meth:`_start_staging` before the first step.
