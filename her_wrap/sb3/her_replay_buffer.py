@@ -232,6 +232,7 @@ class HerReplayBuffer(InfoProbe, StagedStepWriter, StableBaselinesHerReplayBuffe
         self.flush()
         state = super().__getstate__()
         state["goal_functions"] = None
+        state["_first_sample_done"] = False  # its checks run again once set_env gives the env back
         state["replay"] = copy.copy(self.replay)
         state["replay"].reward_fn = state["replay"].terminated_fn = None
         return state
@@ -301,8 +302,11 @@ class HerReplayBuffer(InfoProbe, StagedStepWriter, StableBaselinesHerReplayBuffe
         self.replay.clear()
 
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> Samples:  # type: ignore[override]
-        """Draw a relabeled batch as SB3 samples (what stock ``train()`` consumes)."""
-        samples = self.sample_batch(batch_size, env).samples
+        """Draw a relabeled batch as SB3 samples (what stock ``train()`` consumes).
+
+        Normalization (``VecNormalize``) is applied after relabeling, to the new goals too.
+        """
+        samples = self.to_samples(self._draw(batch_size, self.replay.settings.beta), env)
         return shuffled_rows(samples, self.replay.rng) if self.shuffle_rows else samples
 
     def sample_batch(
@@ -310,22 +314,9 @@ class HerReplayBuffer(InfoProbe, StagedStepWriter, StableBaselinesHerReplayBuffe
     ) -> HindsightBatch:
         """Draw a relabeled batch with its importance weights (prioritized) and storage slots.
 
-        Normalization (``VecNormalize``) is applied after relabeling, to the new goals too.
-
         :param beta: PER's importance exponent (None: the settings' ``beta``)
         """
-        self.flush()
-        if self.replay.reward_fn is None:
-            raise ValueError(
-                "No compute_reward is set for relabeled transitions (the buffer was loaded from a file?): "
-                "call set_env(env) with the goal env first."
-            )
-        if beta is None:
-            beta = self.replay.settings.beta
-        if self._first_sample_done:
-            batch = self.replay.sample(batch_size, beta=beta)
-        else:
-            batch = self._first_sample(batch_size, beta)
+        batch = self._draw(batch_size, self.replay.settings.beta if beta is None else beta)
         weights = batch.get("weights")
         return HindsightBatch(
             self.to_samples(batch, env),
@@ -333,9 +324,21 @@ class HerReplayBuffer(InfoProbe, StagedStepWriter, StableBaselinesHerReplayBuffe
             batch["indexes"],
         )
 
+    def _draw(self, batch_size: int, beta: float) -> dict[str, np.ndarray]:
+        """A core batch; every check that needs doing once is done at the first one after ``set_env``."""
+        if self._staged:
+            self.flush()
+        if self._first_sample_done:
+            return self.replay.sample(batch_size, beta=beta)
+        return self._first_sample(batch_size, beta)
+
     def _first_sample(self, batch_size: int, beta: float) -> dict[str, np.ndarray]:
         """The first sample after ``set_env``: settle, on real data, what the first ``add`` could not."""
-        assert self.goal_functions is not None
+        if self.goal_functions is None:
+            raise ValueError(
+                "No compute_reward is set for relabeled transitions (the buffer was loaded from a file?): "
+                "call set_env(env) with the goal env first."
+            )
         try:
             batch = self.replay.sample(batch_size, beta=beta)
         except Exception:
