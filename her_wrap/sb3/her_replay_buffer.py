@@ -29,10 +29,9 @@ from her_wrap.core.replay import HindsightReplay
 from her_wrap.core.settings import HindsightSettings
 from her_wrap.envs.goal_wrapper import GoalObservationLayout, layout_space
 from her_wrap.sb3.goal_functions import GoalFunctions
-from her_wrap.sb3.info_probe import InfoProbe
 from her_wrap.sb3.jax_learners import shuffled_rows
 from her_wrap.sb3.samples import HindsightBatch, Samples, to_samples, to_tensor
-from her_wrap.sb3.step_writer import StagedStepWriter, storage_fields
+from her_wrap.sb3.step_writer import InfoProbe, StagedStepWriter, storage_fields
 
 # Keywords that weight each sample's loss: stock train() ignores the weights, HER's weighted steps use them.
 _WEIGHTED_KEYWORDS = ("prioritized", "alpha", "beta", "laber", "laber_m")
@@ -64,7 +63,7 @@ class HerReplayBuffer(InfoProbe, StagedStepWriter, StableBaselinesHerReplayBuffe
           buffer. Capacity: ``buffer_size`` counts rows over all envs, each env getting
           ``buffer_size // n_envs``; an episode of ``T`` steps takes ``T + 1`` rows.
         - Info dicts are kept only when ``compute_reward`` reads them (``store_infos=None``), found out by
-          a probe call on the first step's data (see :mod:`her_wrap.sb3.info_probe`); SB3 keeps none
+          a probe call on the first step's data (see :class:`~her_wrap.sb3.step_writer.InfoProbe`); SB3 keeps none
           unless ``copy_info_dict=True``.
         - ``goal_selection_strategy="random"`` (any stored goal, as in stable-baselines v2) is available.
         - Prioritized replay and LaBER need per-sample weights in the learner's loss, which SB3's own
