@@ -61,10 +61,10 @@ class HER(LearnerAttributes):
     :param model_class: DQN, SAC, TD3, DDPG (stable-baselines3), TQC, QRDQN (sb3-contrib), SBX's (JAX)
         SAC, TQC, TD3, DDPG, CrossQ, DQN (see :mod:`her_wrap.sb3.jax_learners`), or one of their names
         (``"sac"``, ``"sbx.crossq"``)
-    :param n_sampled_goal: the hindsight settings, this one, ``goal_selection_strategy`` and the keywords
-        ``online`` to ``beta``: see :class:`~her_wrap.HindsightSettings`, which documents and checks them
-        (None: its default). ``prioritized`` and ``laber`` make the learner train with HER's weighted
-        train step; PER's ``beta`` is annealed linearly to 1 over ``learn``
+    :param n_sampled_goal: with ``goal_selection_strategy`` and the keywords from ``online`` to ``beta``,
+        the hindsight settings, each documented and checked by :class:`~her_wrap.HindsightSettings` (None:
+        its default). ``prioritized`` and ``laber`` make the learner train with HER's weighted train step;
+        PER's ``beta`` is annealed linearly to 1 over ``learn``
     :param store_infos: keep each step's info dict for ``compute_reward``: see :class:`~her_wrap.sb3.HerReplayBuffer`
     :param normalize: running mean/std normalization of observations and goals (``True``, or a dict of
         ``VecNormalize`` arguments over :data:`DEFAULT_NORMALIZE_KWARGS`). HER wraps the goal env's dict
@@ -442,10 +442,4 @@ def _clip_bounds(
     return clip_target
 
 
-__all__ = [
-    "DEFAULT_NORMALIZE_KWARGS",
-    "HER",
-    "make_goal_env",
-    "read_metadata",
-    "read_normalizer",
-]
+__all__ = ["DEFAULT_NORMALIZE_KWARGS", "HER", "make_goal_env", "read_metadata", "read_normalizer"]
