@@ -127,10 +127,10 @@ class Timing:
 # Cumulative times; "gradient steps" is the learner's train() less the replay sampling inside it.
 PROFILE_BUCKETS: list[tuple[str, list[tuple[str, str]]]] = [
     ("learner train() (all)", [("sac/sac.py", "train")]),
-    ("replay sample", [("her/her_replay_buffer.py", "sample"), ("sb3/replay_wrapper.py", "sample")]),
+    ("replay sample", [("her/her_replay_buffer.py", "sample"), ("sb3/her_replay_buffer.py", "sample")]),
     (
         "replay add",
-        [("her/her_replay_buffer.py", "add"), ("sb3/replay_wrapper.py", "add")],
+        [("her/her_replay_buffer.py", "add"), ("sb3/her_replay_buffer.py", "add")],
     ),
     ("env step (VecNormalize, Monitor, MuJoCo)", [("vec_env/base_vec_env.py", "step")]),
     ("action prediction", [("common/off_policy_algorithm.py", "_sample_action")]),

@@ -22,7 +22,6 @@ import numpy as np
 
 from her_wrap.core import goal_selection
 from her_wrap.core.goal_selection import GoalSelectionStrategy, GoalSourceMember, member_named
-from her_wrap.core.moved import moved_names
 
 
 class LaBERVariant(str, Enum):
@@ -255,7 +254,3 @@ class SettingsField(Generic[_Value]):
 
 #: Names of the settings, in the constructor's order.
 SETTING_NAMES: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(HindsightSettings))
-
-
-# Names that moved to her_wrap.core.goal_selection, the home of goal selection.
-__getattr__ = moved_names(__name__, "her_wrap.core.goal_selection", ("GoalSource", "parse_goal_mix"))

@@ -17,7 +17,6 @@ __getattr__ = lazy_getattr(
         "HindsightBatch": "her_wrap.sb3.samples",
         "HindsightExperienceReplayWrapper": "her_wrap.sb3.replay_wrapper",
         "HerReplayBuffer": "her_wrap.sb3.her_replay_buffer",
-        "SbxHerReplayBuffer": "her_wrap.sb3.jax_learners",
         "VecGoalFlattenWrapper": "her_wrap.sb3.vec_flatten",
     },
 )

@@ -25,7 +25,7 @@ from her_wrap.sb3.critic_losses import td_abs
 from her_wrap.sb3.samples import Samples
 
 if TYPE_CHECKING:
-    from her_wrap.sb3.replay_wrapper import HindsightExperienceReplayWrapper
+    from her_wrap.sb3.her_replay_buffer import HerReplayBuffer
 
 
 class BatchSource(Protocol):
@@ -92,7 +92,7 @@ class PrioritizedSource:
     ``beta`` is annealed linearly from its start value to 1 over the current ``learn`` call.
     """
 
-    def __init__(self, buffer: HindsightExperienceReplayWrapper, beta: float) -> None:
+    def __init__(self, buffer: HerReplayBuffer, beta: float) -> None:
         self.buffer = buffer
         self.beta0 = beta
         self._indexes: np.ndarray | None = None
@@ -117,9 +117,7 @@ class LaBERSource:
     The ``B`` samples are drawn with probability proportional to |TD| and carry LaBER's weights.
     """
 
-    def __init__(
-        self, buffer: HindsightExperienceReplayWrapper, variant: LaBERVariant, m: int, seed: int | None
-    ) -> None:
+    def __init__(self, buffer: HerReplayBuffer, variant: LaBERVariant, m: int, seed: int | None) -> None:
         self.buffer = buffer
         self.variant = LABER_VARIANTS[variant]
         self.m = int(m)
@@ -155,7 +153,7 @@ def select_samples(samples: Samples, index: th.Tensor) -> Samples:
 
 
 def make_batch_source(
-    buffer: HindsightExperienceReplayWrapper, settings: HindsightSettings
+    buffer: HerReplayBuffer, settings: HindsightSettings
 ) -> PrioritizedSource | LaBERSource | None:
     """The source the settings ask for; None means the learner's own uniform ``train()``."""
     if settings.laber is not None:

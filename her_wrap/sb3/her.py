@@ -16,17 +16,13 @@ from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from her_wrap.core.goal_selection import GoalSelectionStrategy
-from her_wrap.core.settings import HindsightSettings, LaBERVariant
+from her_wrap.core.settings import LaBERVariant
 from her_wrap.envs.registry import make_goal_env
 from her_wrap.sb3.batch_sources import BatchSource, UniformSource, make_batch_source
 from her_wrap.sb3.distributed import with_distributed_training
 from her_wrap.sb3.her_callbacks import as_her_callback
-from her_wrap.sb3.jax_learners import (
-    SbxHindsightReplayWrapper,
-    check_jax_learner,
-    is_jax_learner,
-    jax_learner_class,
-)
+from her_wrap.sb3.her_replay_buffer import HerReplayBuffer, hindsight_settings
+from her_wrap.sb3.jax_learners import check_jax_learner, is_jax_learner, jax_learner_class
 from her_wrap.sb3.learner_attributes import LearnerAttributes
 from her_wrap.sb3.learner_env import DEFAULT_NORMALIZE_KWARGS, normalize_kwargs_of, prepare_learner_env
 from her_wrap.sb3.learner_mixin import WeightedTrainMixin, has_leaner_actor_step, weighted_learner_class
@@ -39,7 +35,6 @@ from her_wrap.sb3.persistence import (
     write_her_members,
 )
 from her_wrap.sb3.policies import resolve_layer_norm_policy
-from her_wrap.sb3.replay_wrapper import HindsightExperienceReplayWrapper
 from her_wrap.sb3.update_options import UpdateOptions
 
 
@@ -56,7 +51,7 @@ class HER(LearnerAttributes):
         action, _ = model.predict(obs, deterministic=True)   # obs: the env's own dict
 
     The learner is built by composition and reachable as :attr:`model`; its replay buffer is a
-    :class:`~her_wrap.HindsightExperienceReplayWrapper`.
+    :class:`~her_wrap.sb3.HerReplayBuffer`.
 
     :param policy: ``"MlpPolicy"`` (the learner sees one flat vector: observation, achieved goal, desired
         goal, through :class:`~her_wrap.HERGoalEnvWrapper`) or ``"MultiInputPolicy"`` (dict observations),
@@ -66,26 +61,11 @@ class HER(LearnerAttributes):
     :param model_class: DQN, SAC, TD3, DDPG (stable-baselines3), TQC, QRDQN (sb3-contrib), SBX's (JAX)
         SAC, TQC, TD3, DDPG, CrossQ, DQN (see :mod:`her_wrap.sb3.jax_learners`), or one of their names
         (``"sac"``, ``"sbx.crossq"``)
-    :param n_sampled_goal: ``k``: a share ``k / (k + 1)`` of every batch gets hindsight goals
-    :param goal_selection_strategy: ``future`` (default), ``final``, ``episode`` or ``random``
-    :param online: relabel at sample time (default) or once at episode end (stable-baselines v2)
-    :param laber: ``"mean"``, ``"lazy"``, ``"max"`` for Large Batch Experience Replay, or None
-    :param laber_m: LaBER's large batch is ``laber_m`` times the batch size
-    :param goal_mix: relabeled goals from several sources with shares, e.g. ``{"future": 0.6,
-        "desired": 0.2, "random": 0.2}`` (``desired``: other episodes' desired goals); replaces
-        ``goal_selection_strategy`` (see :class:`~her_wrap.HindsightSettings`; online relabeling only)
-    :param n_steps: n-step returns whose intermediate rewards are recomputed for each sample's (relabeled)
-        goal, discounted by the learner's gamma (1: one-step; see :class:`~her_wrap.HindsightSettings`)
-    :param movement_clip: draw transitions by how far their episode moved its achieved goal, with weight
-        ``movement_floor + min(path, movement_clip)`` (goal units; None: uniform draws; see
-        :mod:`her_wrap.core.movement`). Not with ``prioritized``
-    :param movement_floor: the draw weight of a transition whose episode moved nothing
-    :param prioritized: proportional prioritized replay (PER)
-    :param alpha: PER priority exponent
-    :param beta: PER importance exponent at the start; annealed linearly to 1 over ``learn``
-    :param store_infos: keep each step's info dict for ``compute_reward``: None (default) keeps them only
-        when ``compute_reward`` reads them (found out on the first stored step), True always, False never
-        (an error when ``compute_reward`` reads them)
+    :param n_sampled_goal: with ``goal_selection_strategy`` and the keywords from ``online`` to ``beta``,
+        the hindsight settings, each documented and checked by :class:`~her_wrap.HindsightSettings` (None:
+        its default). ``prioritized`` and ``laber`` make the learner train with HER's weighted train step;
+        PER's ``beta`` is annealed linearly to 1 over ``learn``
+    :param store_infos: keep each step's info dict for ``compute_reward``: see :class:`~her_wrap.sb3.HerReplayBuffer`
     :param normalize: running mean/std normalization of observations and goals (``True``, or a dict of
         ``VecNormalize`` arguments over :data:`DEFAULT_NORMALIZE_KWARGS`). HER wraps the goal env's dict
         VecEnv (built here as ``DummyVecEnv`` of ``Monitor`` when given an env or id) in ``VecNormalize``
@@ -112,19 +92,19 @@ class HER(LearnerAttributes):
         policy: str | type,
         env: gym.Env | VecEnv | str,
         model_class: type[OffPolicyAlgorithm] | str,
-        n_sampled_goal: int = 4,
-        goal_selection_strategy: str | GoalSelectionStrategy = "future",
+        n_sampled_goal: int | None = None,
+        goal_selection_strategy: str | GoalSelectionStrategy | None = None,
         *,
-        online: bool = True,
+        online: bool | None = None,
         laber: str | LaBERVariant | None = None,
-        laber_m: int = 4,
+        laber_m: int | None = None,
         goal_mix: Mapping[str, float] | None = None,
-        n_steps: int = 1,
+        n_steps: int | None = None,
         movement_clip: float | None = None,
-        movement_floor: float = 0.05,
-        prioritized: bool = False,
-        alpha: float = 0.6,
-        beta: float = 0.4,
+        movement_floor: float | None = None,
+        prioritized: bool | None = None,
+        alpha: float | None = None,
+        beta: float | None = None,
         store_infos: bool | None = None,
         normalize: bool | dict[str, Any] = False,
         clip_target: bool | tuple[float, float] = False,
@@ -150,7 +130,7 @@ class HER(LearnerAttributes):
                 model_class=resolve_model_class(model_class),
                 policy=policy,
                 layout=None,
-                settings=HindsightSettings(
+                settings=hindsight_settings(
                     n_sampled_goal=n_sampled_goal,
                     goal_selection_strategy=goal_selection_strategy,
                     online=online,
@@ -202,7 +182,6 @@ class HER(LearnerAttributes):
         """Set everything but the learner and its env: what ``__init__`` and :meth:`load` share."""
         self.model_class = saved.model_class
         self.policy_argument = saved.policy
-        self.flat = not _is_dict_policy(saved.policy)
         self.settings = saved.settings
         self.update_options = saved.update_options
         self.store_infos = saved.store_infos
@@ -227,8 +206,11 @@ class HER(LearnerAttributes):
         """Take a goal env for relabeling and return the env the learner steps."""
         if isinstance(env, str):
             env = make_goal_env(env)
+        # The one place the policy decides whether the learner sees flat vectors: it gets a key layout
+        # for them, and everything after (buffer, predict, load) asks whether there is one.
+        flat = "MultiInput" not in getattr(self.policy_argument, "__name__", str(self.policy_argument))
         prepared = prepare_learner_env(
-            env, flat=self.flat, normalize_kwargs=self.normalize_kwargs, normalizer=self.normalizer
+            env, flat=flat, normalize_kwargs=self.normalize_kwargs, normalizer=self.normalizer
         )
         self._goal_env = prepared.goal_env
         self.layout = prepared.layout
@@ -236,9 +218,8 @@ class HER(LearnerAttributes):
         self.normalizes_observations = prepared.normalizes_observations
         return prepared.learner_env
 
-    def _install_buffer(self, buffer: HindsightExperienceReplayWrapper) -> None:
-        # SB3 annotates replay_buffer as its own ReplayBuffer; the learner only calls the interface
-        # (add, sample, size) that the wrapper implements.
+    def _install_buffer(self, buffer: HerReplayBuffer) -> None:
+        # SB3 annotates replay_buffer as its ReplayBuffer; the learner calls only what HerReplayBuffer has.
         self.model.replay_buffer = buffer  # type: ignore[assignment]
 
     def _learner_class(self) -> type[OffPolicyAlgorithm]:
@@ -252,16 +233,21 @@ class HER(LearnerAttributes):
         )
         return weighted_learner_class(self.model_class) if weighted else self.model_class
 
-    def _new_replay_buffer(self) -> HindsightExperienceReplayWrapper:
-        jax = is_jax_learner(self.model_class)
-        buffer_class = SbxHindsightReplayWrapper if jax else HindsightExperienceReplayWrapper
-        return buffer_class.for_learner(
-            self.model,
+    def _new_replay_buffer(self) -> HerReplayBuffer:
+        learner = self.model
+        return HerReplayBuffer(
+            learner.buffer_size,
+            learner.observation_space,
+            learner.action_space,
             self._goal_env,
+            device=learner.device,
+            n_envs=learner.n_envs,
             settings=self.settings,
             layout=self.layout,
             store_infos=self.store_infos,
-            seed=self.model.seed,
+            seed=learner.seed,
+            gamma=learner.gamma,
+            shuffle_rows=is_jax_learner(self.model_class),
         )
 
     def _attach_batch_source(self) -> None:
@@ -274,10 +260,15 @@ class HER(LearnerAttributes):
 
     # ------------------------------------------------------------------ the SB3 model API
     @property
-    def replay_buffer(self) -> HindsightExperienceReplayWrapper:
+    def flat(self) -> bool:
+        """Whether the learner sees flat vectors (``MlpPolicy``): it has a key layout for them."""
+        return self.layout is not None
+
+    @property
+    def replay_buffer(self) -> HerReplayBuffer:
         """The learner's replay buffer."""
         buffer = self.model.replay_buffer
-        assert isinstance(buffer, HindsightExperienceReplayWrapper)
+        assert isinstance(buffer, HerReplayBuffer)
         return buffer
 
     def learn(
@@ -331,8 +322,7 @@ class HER(LearnerAttributes):
         if self.normalizes_observations and isinstance(observation, dict):
             assert self.normalizer is not None
             observation = self.normalizer.normalize_obs(observation)  # type: ignore[assignment]
-        if self.flat and isinstance(observation, dict):
-            assert self.layout is not None
+        if self.layout is not None and isinstance(observation, dict):
             observation = self.layout.flatten(observation)
         return self.model.predict(observation, state, episode_start, deterministic)
 
@@ -391,7 +381,7 @@ class HER(LearnerAttributes):
         her = cls.__new__(cls)
         her._configure(saved, normalizer)
         learner_env = her._use_env(env) if env is not None else None
-        if her.flat and saved.layout is not None and her.layout != saved.layout:
+        if saved.layout is not None and her.layout != saved.layout:
             raise ValueError(
                 f"The env's goal observation layout {her.layout} differs from the saved model's "
                 f"{saved.layout}: pass an env of the task the model was trained on."
@@ -425,7 +415,7 @@ class HER(LearnerAttributes):
             the env closes them anyway.
         """
         buffer = load_from_pkl(path, self.model.verbose)
-        if not isinstance(buffer, HindsightExperienceReplayWrapper):
+        if not isinstance(buffer, HerReplayBuffer):
             raise ValueError(
                 f"{path} holds a {type(buffer).__name__}, not a her_wrap replay buffer: load files written "
                 "by HER.save_replay_buffer."
@@ -452,15 +442,4 @@ def _clip_bounds(
     return clip_target
 
 
-def _is_dict_policy(policy: str | type) -> bool:
-    name = policy if isinstance(policy, str) else getattr(policy, "__name__", "")
-    return "MultiInput" in name
-
-
-__all__ = [
-    "DEFAULT_NORMALIZE_KWARGS",
-    "HER",
-    "make_goal_env",
-    "read_metadata",
-    "read_normalizer",
-]
+__all__ = ["DEFAULT_NORMALIZE_KWARGS", "HER", "make_goal_env", "read_metadata", "read_normalizer"]

@@ -8,8 +8,9 @@ updates are jit-compiled JAX functions, so ``HER`` drives them as it drives SB3'
   :func:`jax_learner_class` gives the subclass that keeps HER's;
 - their ``train`` draws the rows of all its gradient steps in one ``sample(batch_size * gradient_steps)``
   call and cuts that into consecutive batches, while the hindsight buffer relabels a prefix of each
-  sample: :class:`SbxHindsightReplayWrapper` (HER's) and :class:`SbxHerReplayBuffer` (the drop-in
-  ``replay_buffer_class``) shuffle the rows, so that every batch gets its share of relabeled goals;
+  sample: :class:`~her_wrap.sb3.HerReplayBuffer` built with ``shuffle_rows=True`` (``HER`` builds it so
+  for them; the drop-in takes it in ``replay_buffer_kwargs``) returns the rows in the order of
+  :func:`shuffled_rows`, so that every batch gets its share of relabeled goals;
 - their updates are SBX's own: the options that change HER's PyTorch update step (LaBER, prioritized
   replay, ``clip_target``, ``action_l2``, ``target_update_per_cycle``, ``random_action_prob``) are
   refused with an error naming the learners that have them (:func:`check_jax_learner`).
@@ -25,8 +26,7 @@ import numpy as np
 import torch as th
 
 from her_wrap.core.settings import HindsightSettings
-from her_wrap.sb3.her_replay_buffer import HerReplayBuffer
-from her_wrap.sb3.replay_wrapper import HindsightExperienceReplayWrapper, Samples
+from her_wrap.sb3.samples import Samples
 from her_wrap.sb3.update_options import UpdateOptions
 
 #: The top-level package of SBX's learners (the ``sbx-rl`` distribution).
@@ -127,34 +127,3 @@ def shuffled_rows(samples: Samples, rng: np.random.Generator) -> Samples:
         return field[order]
 
     return type(samples)(*(take(field) for field in samples))
-
-
-class _ShuffledSampling:
-    """``sample`` in a random row order: each consecutive slice of a large sample gets its share of
-    relabeled rows (SBX cuts one ``batch_size * gradient_steps`` sample into consecutive batches)."""
-
-    replay: Any
-
-    def sample(self, batch_size: int, env: Any = None) -> Samples:
-        samples = super().sample(batch_size, env)  # type: ignore[misc]
-        return shuffled_rows(samples, self.replay.rng)
-
-
-# SB3 annotates its buffers' sample() narrower than the samples its learners take (mypy: misc), as for
-# the wrapper's own override.
-class SbxHindsightReplayWrapper(_ShuffledSampling, HindsightExperienceReplayWrapper):  # type: ignore[misc]
-    """The replay buffer ``HER`` gives an SBX learner: :class:`HindsightExperienceReplayWrapper` whose
-    ``sample`` returns its rows in random order (see :func:`shuffled_rows`)."""
-
-
-class SbxHerReplayBuffer(_ShuffledSampling, HerReplayBuffer):  # type: ignore[misc]
-    """The drop-in ``replay_buffer_class`` for SBX learners: :class:`~her_wrap.sb3.HerReplayBuffer` whose
-    ``sample`` returns its rows in random order, so that each of the gradient steps SBX draws in one call
-    gets its share ``k / (k + 1)`` of relabeled goals::
-
-        from sbx import SAC
-        from her_wrap.sb3 import SbxHerReplayBuffer
-
-        model = SAC("MultiInputPolicy", env, replay_buffer_class=SbxHerReplayBuffer,
-                    replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="future"))
-    """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple, TypeAlias
 
 import numpy as np
@@ -53,6 +54,8 @@ def to_samples(
     :param layout: key layout of the learner's flat observations; None gives dict observations
     :param env: ``VecNormalize`` whose statistics normalize observations and rewards, or None
     """
+    # Picked once per batch: the samples' nine tensors are made on the hot path of every gradient step.
+    tensor = th.from_numpy if device.type == "cpu" else functools.partial(th.as_tensor, device=device)
     observations = {key: batch[key] for key in keys}
     next_observations = {key: batch["next_" + key] for key in keys}
     rewards = batch["reward"].reshape(-1, 1)
@@ -62,22 +65,22 @@ def to_samples(
         rewards = env.normalize_reward(rewards).astype(np.float32)
     dones = batch["terminated"].astype(np.float32).reshape(-1, 1)
     # n-step samples: gamma ** steps of each, which SB3's train() uses in place of gamma.
-    discounts = to_tensor(batch["discounts"].reshape(-1, 1), device) if "discounts" in batch else None
-    actions = to_tensor(batch["action"], device)
+    discounts = tensor(batch["discounts"].reshape(-1, 1)) if "discounts" in batch else None
+    actions = tensor(batch["action"])
     if layout is not None:
         return ReplayBufferSamples(
-            observations=to_tensor(layout.flatten(observations), device),
+            observations=tensor(layout.flatten(observations)),
             actions=actions,
-            next_observations=to_tensor(layout.flatten(next_observations), device),
-            dones=to_tensor(dones, device),
-            rewards=to_tensor(rewards, device),
+            next_observations=tensor(layout.flatten(next_observations)),
+            dones=tensor(dones),
+            rewards=tensor(rewards),
             discounts=discounts,
         )
     return DictReplayBufferSamples(
-        observations={key: to_tensor(value, device) for key, value in observations.items()},
+        observations={key: tensor(value) for key, value in observations.items()},
         actions=actions,
-        next_observations={key: to_tensor(value, device) for key, value in next_observations.items()},
-        dones=to_tensor(dones, device),
-        rewards=to_tensor(rewards, device),
+        next_observations={key: tensor(value) for key, value in next_observations.items()},
+        dones=tensor(dones),
+        rewards=tensor(rewards),
         discounts=discounts,
     )

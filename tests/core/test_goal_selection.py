@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 
 from her_wrap import HindsightReplayBuffer, HindsightSettings
-from her_wrap.core import goal_selection
 from her_wrap.core.goal_selection import DesiredGoal, GoalSelectionStrategy, GoalSource
 
 # ---------------------------------------------------------------- one concept, one set of members
@@ -69,14 +66,6 @@ def test_the_cpprb_api_buffer_hands_its_raw_strategy_to_the_settings(strategy_pa
 
 
 # ---------------------------------------------------------------- the paths of before
-
-
-@pytest.mark.parametrize("name", ["GoalSource", "parse_goal_mix"])
-def test_names_that_left_settings_warn_and_still_work(name):
-    settings_module = importlib.import_module("her_wrap.core.settings")
-    with pytest.warns(DeprecationWarning, match=f"{name} moved: import it from her_wrap.core.goal_selection"):
-        moved = getattr(settings_module, name)
-    assert moved is getattr(goal_selection, name)
 
 
 def test_old_storage_names_still_import_from_storage():

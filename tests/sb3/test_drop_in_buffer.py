@@ -26,7 +26,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNorm
 from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy as StableBaselinesStrategy
 
 from her_wrap.core.goal_selection import GoalSelectionStrategy
-from her_wrap.sb3 import HerReplayBuffer, HindsightExperienceReplayWrapper
+from her_wrap.core.settings import HindsightSettings
+from her_wrap.sb3 import HerReplayBuffer
 
 TINY = {"learning_starts": 100, "batch_size": 32, "policy_kwargs": {"net_arch": [16]}}
 DISCRETE = {DQN, QRDQN}
@@ -155,7 +156,7 @@ def counting_learner(**kwargs: Any) -> Any:
     return learner(SAC, DummyVecEnv([CountingGoalEnv]), learning_starts=10_000, **kwargs)
 
 
-def finished_lengths(buffer: HindsightExperienceReplayWrapper) -> list[int]:
+def finished_lengths(buffer: HerReplayBuffer) -> list[int]:
     """Lengths of the finished episodes, read at their first rows."""
     buffer.flush()
     storage = buffer.replay.storage
@@ -319,9 +320,7 @@ def test_sampling_starts_before_the_first_episode_ends():
 
 
 # ---------------------------------------------------------------------------- infos
-def add_counting_episode(
-    buffer: HindsightExperienceReplayWrapper, length: int, env_cls: type = CountingGoalEnv
-) -> list:
+def add_counting_episode(buffer: HerReplayBuffer, length: int, env_cls: type = CountingGoalEnv) -> list:
     """Add one episode of ``env_cls`` as SB3's ``_store_transition`` does; return the info dicts given."""
     env = env_cls(length=length)
     observation, _ = env.reset()
@@ -444,3 +443,52 @@ def test_the_drop_in_buffer_hands_its_raw_strategy_to_the_settings_once(strategy
     model = learner(SAC, bit_flipping(SAC), replay_buffer_kwargs={"goal_selection_strategy": "EPISODE"})
     assert parsed == ["EPISODE"]
     assert model.replay_buffer.goal_selection_strategy is GoalSelectionStrategy.EPISODE
+
+
+def test_settings_left_out_are_hindsight_settings_defaults():
+    assert drop_in().settings == HindsightSettings()
+
+
+def test_settings_given_as_keywords_reach_the_buffer():
+    buffer = drop_in(n_sampled_goal=2, goal_selection_strategy="episode", online=False)
+    assert buffer.settings == HindsightSettings(2, "episode", online=False)
+
+
+def test_a_settings_object_and_setting_keywords_together_are_refused():
+    with pytest.raises(TypeError, match=r"settings= and \['n_sampled_goal'\]"):
+        drop_in(settings=HindsightSettings(), n_sampled_goal=2)
+
+
+def test_an_unknown_setting_keyword_names_the_closest_one():
+    with pytest.raises(ValueError, match="did you mean 'n_steps'"):
+        drop_in(n_step=2)
+
+
+def test_n_step_returns_without_the_learners_gamma_are_refused_naming_it():
+    with pytest.raises(ValueError, match="add gamma="):
+        drop_in(n_steps=3)
+
+
+def test_sample_batch_uses_the_settings_beta_unless_given(monkeypatch):
+    buffer = drop_in(settings=HindsightSettings(prioritized=True, beta=0.7))
+    add_counting_episode(buffer, length=3)
+    betas: list[float] = []
+    draw = buffer.replay.sample
+
+    def recording(batch_size: int, beta: float) -> dict[str, np.ndarray]:
+        betas.append(beta)
+        return draw(batch_size, beta=beta)
+
+    monkeypatch.setattr(buffer.replay, "sample", recording)
+    buffer.sample_batch(8)
+    buffer.sample_batch(8, beta=1.0)
+    assert betas == [0.7, 1.0]
+
+
+def test_shuffled_rows_mix_relabeled_rows_into_every_slice():
+    """Relabeled rows come first in a core batch: shuffle_rows spreads them over the sample (SBX cuts it)."""
+    buffer = drop_in(goal_selection_strategy="final", shuffle_rows=True)
+    add_counting_episode(buffer, length=6)
+    samples = buffer.sample(400)
+    relabeled = samples.observations["desired_goal"].numpy().ravel() != 6 + 10  # the episode's own goal
+    assert 0.5 < relabeled[:200].mean() < 1.0 and 0.5 < relabeled[200:].mean() < 1.0

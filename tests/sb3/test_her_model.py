@@ -20,7 +20,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import SubprocVecEnv
 
 import her_wrap.envs  # noqa: F401  (registers BitFlipping-v0 here, where HER builds its local copy)
-from her_wrap import HER, BitFlippingEnv, GoalSelectionStrategy, HERGoalEnvWrapper
+from her_wrap import HER, BitFlippingEnv, GoalSelectionStrategy, HERGoalEnvWrapper, HindsightSettings
 
 N_BITS = 4
 
@@ -307,3 +307,15 @@ def test_log_interval_none_writes_no_log_tables(log_interval, monkeypatch, tiny_
     assert episodes >= 30
     expected = {None: [], 1: list(range(1, episodes + 1)), 2: list(range(2, episodes + 1, 2))}
     assert written == expected.get(log_interval, expected[1])
+
+
+def test_hindsight_settings_left_out_are_hindsight_settings_defaults():
+    model = HER("MultiInputPolicy", BitFlippingEnv(n_bits=3), DQN, buffer_size=100)
+    assert model.settings == model.replay_buffer.settings == HindsightSettings()
+
+
+@pytest.mark.parametrize(("policy", "flat"), [("MlpPolicy", True), ("MultiInputPolicy", False)])
+def test_the_policy_decides_whether_learner_and_buffer_see_flat_vectors(policy: str, flat: bool):
+    model = HER(policy, BitFlippingEnv(n_bits=3), DQN, buffer_size=100)
+    observation_is_box = isinstance(model.model.observation_space, spaces.Box)
+    assert (model.flat, model.replay_buffer.flat, observation_is_box) == (flat, flat, flat)

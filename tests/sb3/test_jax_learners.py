@@ -29,10 +29,9 @@ from her_wrap import HER, BitFlippingEnv
 from her_wrap.runs.model_classes import learner_parameters
 from her_wrap.runs.presets import BIT_FLIPPING_DQN
 from her_wrap.runs.search_spaces import SEARCH_SPACES
+from her_wrap.sb3 import HerReplayBuffer
 from her_wrap.sb3.evaluation import success_rate
 from her_wrap.sb3.jax_learners import (
-    SbxHerReplayBuffer,
-    SbxHindsightReplayWrapper,
     is_jax_learner,
 )
 from her_wrap.sb3.learners import LEARNERS, resolve_model_class
@@ -121,7 +120,7 @@ def test_continuous_sbx_learner_trains_on_hindsight_batches(learner: str, policy
     model.learn(40)
     obs, _ = env.reset(seed=1)
     action, _ = model.predict(obs, deterministic=True)
-    assert isinstance(model.replay_buffer, SbxHindsightReplayWrapper)
+    assert isinstance(model.replay_buffer, HerReplayBuffer) and model.replay_buffer.shuffle_rows
     assert model.model._n_updates == 2 * (40 - 20)
     assert action.shape == (4,)
 
@@ -179,13 +178,13 @@ def test_drop_in_buffer_is_the_replay_buffer_class_of_an_sbx_learner() -> None:
     model = sbx.SAC(
         "MultiInputPolicy",
         BitFlippingEnv(n_bits=4, continuous=True),
-        replay_buffer_class=SbxHerReplayBuffer,
-        replay_buffer_kwargs={"n_sampled_goal": 4, "goal_selection_strategy": "future"},
+        replay_buffer_class=HerReplayBuffer,
+        replay_buffer_kwargs={"n_sampled_goal": 4, "goal_selection_strategy": "future", "shuffle_rows": True},
         gradient_steps=2,
         **tiny(),
     )
     model.learn(40)
-    assert (type(model.replay_buffer), model._n_updates) == (SbxHerReplayBuffer, 40)
+    assert (type(model.replay_buffer), model._n_updates) == (HerReplayBuffer, 40)
 
 
 # --------------------------------------------------------------------------- refused at construction

@@ -1,4 +1,4 @@
-"""HindsightExperienceReplayWrapper driven by hand: episodes added as a VecEnv of one env would add them.
+"""HerReplayBuffer driven by hand: episodes added as a VecEnv of one env would add them.
 
 The episodes use 3-bit flipping with the goal ``111``; each step flips one bit, so every state of an
 episode is distinct and tells which step a sampled transition (or a relabeled goal) came from.
@@ -13,8 +13,8 @@ import pytest
 from stable_baselines3 import DQN
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-from her_wrap import BitFlippingEnv, HindsightExperienceReplayWrapper, HindsightSettings
-from her_wrap.sb3 import HER
+from her_wrap import BitFlippingEnv, HindsightSettings
+from her_wrap.sb3 import HER, HerReplayBuffer
 
 GOAL = [1.0, 1.0, 1.0]
 ENV = BitFlippingEnv(n_bits=3)
@@ -22,9 +22,9 @@ ENV = BitFlippingEnv(n_bits=3)
 
 def wrapper(
     env: BitFlippingEnv, settings: HindsightSettings, store_infos: bool | None = None
-) -> HindsightExperienceReplayWrapper:
+) -> HerReplayBuffer:
     """A 64-row buffer for dict observations of ``env``, rewarding relabeled goals with its compute_reward."""
-    return HindsightExperienceReplayWrapper(
+    return HerReplayBuffer(
         64,
         env.observation_space,
         env.action_space,
@@ -43,7 +43,7 @@ def vec_observation(state: list[float]) -> dict[str, np.ndarray]:
 
 
 def add_episode(
-    buffer: HindsightExperienceReplayWrapper,
+    buffer: HerReplayBuffer,
     states: list[list[float]],
     *,
     ends_by: str,

@@ -43,7 +43,7 @@ from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy 
 from her_wrap import HER
 from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.envs import BitFlippingEnv
-from her_wrap.sb3 import HerReplayBuffer, HindsightExperienceReplayWrapper
+from her_wrap.sb3 import HerReplayBuffer
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -133,7 +133,7 @@ through_both = pytest.mark.parametrize("entry", ENTRY_POINTS, ids=ENTRY_IDS)
 
 
 def stored_transitions(
-    buffer: HindsightExperienceReplayWrapper,
+    buffer: HerReplayBuffer,
 ) -> tuple[tuple[np.ndarray, np.ndarray], dict]:
     """The slots (ring rows, env columns) of every stored transition, and their values: observations, next
     observations, action, reward, terminated, truncated. SB3's tests compare its arrays up to ``pos``; this
@@ -147,7 +147,7 @@ def stored_transitions(
     return slots, transitions_at(buffer, slots)
 
 
-def transitions_at(buffer: HindsightExperienceReplayWrapper, slots: tuple[np.ndarray, np.ndarray]) -> dict:
+def transitions_at(buffer: HerReplayBuffer, slots: tuple[np.ndarray, np.ndarray]) -> dict:
     """The values of the transitions at ``slots`` (info dicts left out)."""
     buffer.flush()
     values = buffer.replay.storage.gather(*slots)

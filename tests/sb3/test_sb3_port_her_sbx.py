@@ -5,7 +5,7 @@ name a case gives (the port names SB3's classes: ``SAC`` runs ``sbx.SAC``, ``DQN
 
 - ``HER(policy, env, sbx.SAC, ...)``, with ``MultiInputPolicy`` where the SBX learner has one and
   ``MlpPolicy`` otherwise (DQN, DDPG: HER flattens the goal dict for them);
-- SBX's learner with ``replay_buffer_class=her_wrap.sb3.SbxHerReplayBuffer`` (``MultiInputPolicy`` only).
+- SBX's learner with ``replay_buffer_class=her_wrap.sb3.HerReplayBuffer`` and ``shuffle_rows=True`` (``MultiInputPolicy`` only).
 
 Left out, each for a reason: ``test_save_load`` reads and writes PyTorch ``state_dict``s (SBX's
 parameters are JAX arrays; tests/test_jax_learners.py saves and loads SBX models); the truncation and
@@ -32,7 +32,7 @@ from sb3_contrib import TQC, CrossQ
 from stable_baselines3 import DDPG, DQN, SAC, TD3
 
 from her_wrap import HER
-from her_wrap.sb3 import SbxHerReplayBuffer
+from her_wrap.sb3 import HerReplayBuffer
 
 sbx = pytest.importorskip("sbx", reason="SBX learners need the jax extra: pip install 'her_wrap[jax]'")
 
@@ -80,7 +80,7 @@ class SbxThroughHER:
 
 
 class SbxThroughDropIn:
-    """SBX's learner with ``replay_buffer_class=SbxHerReplayBuffer`` (its ``seed`` seeds the buffer too)."""
+    """SBX's learner with ``replay_buffer_class=HerReplayBuffer, shuffle_rows=True`` (its ``seed`` seeds the buffer too)."""
 
     def build(
         self,
@@ -98,12 +98,13 @@ class SbxThroughDropIn:
         return learner(
             "MultiInputPolicy",
             env,
-            replay_buffer_class=SbxHerReplayBuffer,
+            replay_buffer_class=HerReplayBuffer,
             replay_buffer_kwargs=dict(
                 n_sampled_goal=n_sampled_goal,
                 goal_selection_strategy=goal_selection_strategy,
                 copy_info_dict=copy_info_dict,
                 seed=learner_kwargs.get("seed"),
+                shuffle_rows=True,
             ),
             **learner_kwargs,
         )
@@ -116,7 +117,7 @@ class SbxThroughDropIn:
 
 
 HER_ENTRY = pytest.param(SbxThroughHER(), id="HER")
-DROP_IN_ENTRY = pytest.param(SbxThroughDropIn(), id="drop-in SbxHerReplayBuffer")
+DROP_IN_ENTRY = pytest.param(SbxThroughDropIn(), id="drop-in HerReplayBuffer")
 through_both = pytest.mark.parametrize("entry", [HER_ENTRY, DROP_IN_ENTRY])
 slow = pytest.mark.slow
 EntryPoint = SbxThroughHER | SbxThroughDropIn

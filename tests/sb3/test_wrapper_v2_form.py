@@ -7,8 +7,6 @@ wrapped_env)`` with ``add(obs_t, action, reward, obs_tp1, done)`` on flat observ
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 from stable_baselines3 import DQN
@@ -20,6 +18,7 @@ from her_wrap import (
     HERGoalEnvWrapper,
     HindsightExperienceReplayWrapper,
 )
+from her_wrap.sb3 import HerReplayBuffer
 
 N_BITS = 4
 
@@ -104,9 +103,10 @@ def test_v2_form_takes_capacity_spaces_device_and_n_envs_from_the_buffer():
     env = goal_env()
     buffer = sb3_buffer(env, size=300)
     wrapper = HindsightExperienceReplayWrapper(buffer, 2, GoalSelectionStrategy.FINAL, env)
-    assert (wrapper.buffer_size, wrapper.n_envs, wrapper.device) == (300, 1, buffer.device)
-    assert wrapper.observation_space is buffer.observation_space
-    assert wrapper.action_space is buffer.action_space
+    inner = wrapper.replay_buffer
+    assert (inner.buffer_size, inner.n_envs, inner.device) == (300, 1, buffer.device)
+    assert inner.observation_space is buffer.observation_space
+    assert inner.action_space is buffer.action_space
     assert (wrapper.n_sampled_goal, wrapper.goal_selection_strategy) == (2, GoalSelectionStrategy.FINAL)
 
 
@@ -115,7 +115,7 @@ def test_v2_form_keeps_the_transitions_the_buffer_holds_and_leaves_the_buffer_as
     buffer = filled_sb3_buffer(env, episodes=3)
     before = snapshot(buffer)
     wrapper = HindsightExperienceReplayWrapper(buffer, 4, "episode", env)
-    assert wrapper.size() == buffer.size()
+    assert len(wrapper) == buffer.size()
     assert_unchanged(buffer, before)
 
 
@@ -128,17 +128,17 @@ def test_v2_form_keeps_every_transition_of_a_full_ring():
     play(env, 6, add)
     assert buffer.full
     wrapper = HindsightExperienceReplayWrapper(buffer, 4, "future", env)
-    assert wrapper.size() == 10
+    assert len(wrapper) == 10
 
 
 def test_v2_form_wraps_a_learner_and_trains_it():
     env = goal_env()
     model = DQN("MlpPolicy", env, buffer_size=500, learning_starts=20, batch_size=16, seed=0)
     wrapper = HindsightExperienceReplayWrapper(model, 4, "future", env)
-    assert (wrapper.buffer_size, wrapper.replay.discount) == (500, model.gamma)
-    model.replay_buffer = wrapper
+    assert (wrapper.replay_buffer.buffer_size, wrapper.replay_buffer.replay.discount) == (500, model.gamma)
+    model.replay_buffer = wrapper.replay_buffer
     model.learn(60)
-    assert wrapper.size() > 0 and model._n_updates > 0
+    assert len(wrapper) > 0 and model._n_updates > 0
 
 
 def test_v2_add_takes_the_step_info():
@@ -147,26 +147,42 @@ def test_v2_add_takes_the_step_info():
     obs, _ = env.reset()
     next_obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
     wrapper.add(obs, 0, reward, next_obs, terminated or truncated, info)
-    assert wrapper.size() == 1
+    assert len(wrapper) == 1
 
 
-def test_sb3_add_with_a_tuple_of_infos_as_subproc_vec_env_gives_them_is_sb3s_form():
+def test_sb3_add_with_a_tuple_of_infos_as_subproc_vec_env_gives_them_is_stored():
     env = goal_env()
-    wrapper = HindsightExperienceReplayWrapper(
-        100, env.observation_space, env.action_space, env, device="cpu"
-    )
+    buffer = HerReplayBuffer(100, env.observation_space, env.action_space, env, device="cpu")
     obs, _ = env.reset()
     next_obs, *_ = env.step(0)
-    wrapper.add(obs[None], next_obs[None], np.array([[0]]), np.array([-1.0]), np.array([False]), ({},))
-    assert wrapper.size() == 1
+    buffer.add(obs[None], next_obs[None], np.array([[0]]), np.array([-1.0]), np.array([False]), ({},))
+    assert buffer.size() == 1
 
 
-def test_sb3_form_still_builds_from_a_capacity():
+def test_the_sb3_buffer_takes_the_key_layout_of_flat_observations_from_the_env():
     env = goal_env()
-    wrapper = HindsightExperienceReplayWrapper(
-        100, env.observation_space, env.action_space, env, device="cpu"
+    buffer = HerReplayBuffer(100, env.observation_space, env.action_space, env, device="cpu")
+    assert buffer.buffer_size == 100 and buffer.layout == env.layout and buffer.flat
+
+
+def test_a_capacity_as_first_argument_names_the_sb3_buffer_class():
+    env = goal_env()
+    with pytest.raises(TypeError, match=r"first argument.*got int.*HerReplayBuffer\(buffer_size"):
+        HindsightExperienceReplayWrapper(100, env.observation_space, env.action_space, env)
+
+
+def test_the_wrapper_hands_the_learner_a_buffer_that_sb3_add_calls_fill():
+    """v2's form and SB3's are two classes: the learner calls SB3's add on the buffer the wrapper holds."""
+    env = goal_env()
+    wrapper = HindsightExperienceReplayWrapper(sb3_buffer(env), 4, "future", env)
+    play(env, 1, wrapper.add)
+    stored = len(wrapper)
+    obs, _ = env.reset()
+    next_obs, *_ = env.step(0)
+    wrapper.replay_buffer.add(
+        obs[None], next_obs[None], np.array([[0]]), np.array([-1.0]), np.array([False]), [{}]
     )
-    assert wrapper.buffer_size == 100 and wrapper.layout == env.layout
+    assert len(wrapper) == stored + 1
 
 
 BAD_ARGUMENTS = {
@@ -219,23 +235,7 @@ def test_v2_add_of_a_wrong_observation_raises_and_stores_nothing():
     wrapper = HindsightExperienceReplayWrapper(sb3_buffer(env), 4, "future", env)
     obs, _ = env.reset()
     play(env, 1, wrapper.add)
-    stored = wrapper.size()
+    stored = len(wrapper)
     with pytest.raises(ValueError, match="flat vectors"):
         wrapper.add(obs[:-1], 0, -1.0, obs, False)
-    assert wrapper.size() == stored
-
-
-MOVED = [
-    ("her_wrap.sb3.replay_wrapper", "layout_space", "her_wrap.envs.goal_wrapper"),
-]
-
-
-@pytest.mark.parametrize(("old", "name", "new"), MOVED)
-def test_a_moved_name_still_reads_from_its_old_module_with_a_warning_naming_the_new(old, name, new):
-    import importlib
-
-    with pytest.warns(DeprecationWarning, match=new):
-        moved = getattr(importlib.import_module(old), name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert moved is getattr(importlib.import_module(new), name)
+    assert len(wrapper) == stored
