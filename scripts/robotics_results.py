@@ -70,7 +70,7 @@ from her_wrap.envs.registry import make_goal_env
 from her_wrap.runs import presets
 from her_wrap.runs.arguments import default_config_path
 from her_wrap.runs.callbacks import SuccessEvalCallback
-from her_wrap.runs.config import load_run_config, parse_override_value, set_in
+from her_wrap.runs.config import load_run_config
 from her_wrap.runs.doc_sections import replace_section
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.experiments import (
@@ -98,6 +98,7 @@ from her_wrap.runs.results import (
     save_record,
 )
 from her_wrap.runs.row_renames import rename_entry_rows
+from her_wrap.runs.zoo_translation import parse_override_value, set_in
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = ROOT / "docs" / "robotics_results.json"

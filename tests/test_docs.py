@@ -21,7 +21,8 @@ from doc_blocks import USER_PAGES
 import her_wrap
 import her_wrap.sb3
 from her_wrap.runs.cli import build_parser
-from her_wrap.runs.config import HER_SETTINGS, validate_file
+from her_wrap.runs.config import validate_file
+from her_wrap.runs.zoo_translation import HER_SETTINGS
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"

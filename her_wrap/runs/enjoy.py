@@ -32,9 +32,10 @@ from her_wrap.runs.checkpoints import (
     latest_saved_agent,
     resolve_saved_agent,
 )
-from her_wrap.runs.config import RunConfig, load_run_config
+from her_wrap.runs.config import load_run_config
 from her_wrap.runs.env_factory import check_env_id, ensure_registered, make_vec_goal_env
 from her_wrap.runs.errors import UsageError
+from her_wrap.runs.run_config import RunConfig
 from her_wrap.runs.run_layout import RunLayout, find_run
 from her_wrap.sb3.evaluation import EpisodeGoals, EvaluationResult, evaluate_agent
 

@@ -18,7 +18,7 @@ from her_wrap.envs import GraspStartWrapper, check_goal_env, registry
 from her_wrap.runs.errors import UsageError
 
 if TYPE_CHECKING:
-    from her_wrap.runs.config import RunConfig
+    from her_wrap.runs.run_config import RunConfig
 
 #: What the training monitor records beside return, length and time (the zoo's ``info_keywords``).
 MONITOR_INFO_KEYWORDS = ("is_success",)

@@ -25,10 +25,12 @@ import numpy as np
 
 from her_wrap.core.settings import HindsightSettings
 from her_wrap.runs.arguments import DEFAULT_CONFIG, default_config_path
-from her_wrap.runs.config import build_run_config, load_run_config, parse_literal_strings
+from her_wrap.runs.config import load_run_config
 from her_wrap.runs.errors import UsageError
+from her_wrap.runs.run_config import build_run_config
 from her_wrap.runs.run_layout import RunLayout, layout_of
 from her_wrap.runs.yaml_io import load_yaml_file
+from her_wrap.runs.zoo_translation import parse_literal_strings
 from her_wrap.sb3.learners import LEARNERS
 
 #: Env steps between two points of a curve, and fresh episodes per point, of a manipulation row.

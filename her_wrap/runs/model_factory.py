@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from her_wrap.runs.config import RunConfig
 from her_wrap.runs.errors import UsageError
+from her_wrap.runs.run_config import RunConfig
 from her_wrap.sb3.learners import DISCRETE_ACTION_LEARNERS, LEARNERS
 
 if TYPE_CHECKING:

@@ -34,12 +34,14 @@ from typing import Any
 
 from her_wrap.runs import arguments
 from her_wrap.runs.atomic import atomic_write_text
-from her_wrap.runs.config import ConfigEntry, RunConfig, load_entry, parse_override, set_in
+from her_wrap.runs.config import ConfigEntry, load_entry
 from her_wrap.runs.env_factory import check_env_id, ensure_registered, make_training_envs
 from her_wrap.runs.errors import UsageError
+from her_wrap.runs.run_config import RunConfig
 from her_wrap.runs.run_layout import ALGO_FOLDER, folder_name
 from her_wrap.runs.search_spaces import KeyPath, sample_settings
 from her_wrap.runs.yaml_io import write_yaml_file
+from her_wrap.runs.zoo_translation import parse_override, set_in
 from her_wrap.sb3.evaluation import EvaluationResult
 
 SAMPLERS = ("tpe", "random")

@@ -11,17 +11,12 @@ import pytest
 
 from her_wrap.core.settings import SETTING_NAMES, HindsightSettings
 from her_wrap.runs.arguments import torch_threads
-from her_wrap.runs.config import (
-    HER_SETTINGS,
-    RunConfig,
-    hindsight_settings,
-    load_run_config,
-    validate_file,
-)
+from her_wrap.runs.config import load_run_config, validate_file
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.model_factory import learner_kwargs, resolve_learning_rate, resolve_policy_kwargs
+from her_wrap.runs.run_config import RunConfig, hindsight_settings
 from her_wrap.runs.yaml_io import parse_yaml, write_yaml_file
-from her_wrap.runs.zoo_translation import parse_python_literal
+from her_wrap.runs.zoo_translation import HER_SETTINGS, parse_python_literal
 
 REPO = Path(__file__).resolve().parents[2]
 ZOO_FILE = Path(__file__).resolve().parents[1] / "data" / "tqc.yml"

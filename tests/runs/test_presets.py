@@ -16,8 +16,9 @@ from stable_baselines3.common.noise import NormalActionNoise
 
 from her_wrap.core.settings import SETTING_NAMES, HindsightSettings
 from her_wrap.runs import presets
-from her_wrap.runs.config import hindsight_settings, load_run_config
+from her_wrap.runs.config import load_run_config
 from her_wrap.runs.model_factory import learner_kwargs
+from her_wrap.runs.run_config import hindsight_settings
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "her.yml"
 FETCH_ACTIONS = spaces.Box(-1.0, 1.0, (4,), dtype=np.float32)
