@@ -10,7 +10,7 @@ accept batched goals. :func:`make_vectorized_reward` falls back to one call per 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -317,3 +317,42 @@ def _row_info(infos: Any, row: int) -> Any:
     if infos is None or isinstance(infos, dict):
         return infos
     return infos[row]
+
+
+class NonFiniteDataError(ValueError):
+    """An env handed a replay buffer a NaN or an infinity: refused before it is stored, so that no update
+    ever reads it. The message names the env column, the step and the field."""
+
+
+def _first_non_finite(values: np.ndarray) -> tuple[int, float] | None:
+    """The env column and value of the first non-finite entry of ``values`` (envs on axis 0), or None."""
+    finite = np.isfinite(values)
+    if finite.all():
+        return None
+    column = int(np.argwhere(~finite)[0][0])
+    return column, float(values[~finite].flat[0])
+
+
+def check_finite_step(next_obs: np.ndarray | Mapping[str, np.ndarray], reward: np.ndarray, step: int) -> None:
+    """Refuse one step of every env column when an observation, a goal or a reward is NaN or infinite.
+
+    A cheap check (one ``np.isfinite`` per field) that replay buffers make before they store a step: a
+    NaN stored once reaches every update that draws it, and a relabeled reward computed from it.
+
+    :param next_obs: the observations the step returned, a goal dict or flat vectors, envs on axis 0
+    :param reward: the step's rewards, one per env column
+    :param step: how many steps the buffer has taken, for the message
+    :raises NonFiniteDataError: naming the column, the step, the field and the fix
+    """
+    fields = next_obs.items() if isinstance(next_obs, Mapping) else (("observation", next_obs),)
+    for name, values in (*fields, ("reward", reward)):
+        values = np.asarray(values)
+        if values.dtype.kind not in "fc":
+            continue
+        found = _first_non_finite(values.reshape(len(values), -1) if values.ndim else values.reshape(1))
+        if found is not None:
+            column, value = found
+            raise NonFiniteDataError(
+                f"env column {column} returned {name} = {value} at step {step}; nothing of that step was "
+                "stored. Fix the env (or pass check_finite=False to store non-finite values anyway)."
+            )

@@ -9,12 +9,17 @@ a checkpoint search matches).
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from her_wrap.runs.errors import RunError
+
 TEMPORARY_PREFIX = ".tmp-"
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
 def _fsync_path(path: Path) -> None:
@@ -33,6 +38,8 @@ def atomic_write(destination: Path, write: Callable[[Path], object]) -> None:
         (stable-baselines3's ``save`` functions append ``.zip``/``.pkl`` to paths that lack it); it must
         create exactly that file
     :raises FileNotFoundError: when ``write`` did not create the temporary file
+    :raises RunError: when the disk (or quota) is full, naming the path and the space needed; the
+        previous version of ``destination`` is left as it was, and no temporary file is left behind
     """
     destination = Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
@@ -50,10 +57,32 @@ def atomic_write(destination: Path, write: Callable[[Path], object]) -> None:
             raise FileNotFoundError(f"the writer did not create {temporary}")
         _fsync_path(temporary)
         os.replace(temporary, destination)
+    except OSError as error:
+        written = temporary.stat().st_size if temporary.is_file() else 0
+        temporary.unlink(missing_ok=True)
+        if error.errno in _NO_SPACE:
+            raise RunError(_no_space_message(destination, written)) from None
+        raise
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
     _fsync_path(destination.parent)
+
+
+def _no_space_message(destination: Path, written: int) -> str:
+    """One line on a write the disk had no room for: the path, the space it needs and the space free."""
+    previous = destination.stat().st_size if destination.is_file() else 0
+    needed = max(written, previous)
+    free = shutil.disk_usage(destination.parent).free
+    kept = "its previous version is intact" if previous else "nothing was written there"
+    return (
+        f"no space left on the device to write {destination} (it needs {_megabytes(needed)} or more, "
+        f"{_megabytes(free)} free); {kept}. Free some space, or point -f/--log-folder at another disk."
+    )
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
 
 
 def atomic_write_text(destination: Path, text: str) -> None:

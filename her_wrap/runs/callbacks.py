@@ -1,4 +1,5 @@
-"""Training callbacks of a run: periodic greedy evaluation and atomic checkpoints.
+"""Training callbacks of a run: periodic greedy evaluation, atomic checkpoints, stopping on a signal and
+on non-finite parameters.
 
 Both are stable-baselines3 callbacks (the learner calls them after every env step) that also hold the
 :class:`her_wrap.HER` agent, because saving must go through HER (the learner's own ``save`` would write a
@@ -8,8 +9,12 @@ frequencies mean the same with any ``n_envs`` and continue correctly in a resume
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +23,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from her_wrap.runs.atomic import atomic_write
 from her_wrap.runs.checkpoints import checkpoint_paths, save_agent, save_checkpoint
+from her_wrap.runs.errors import RunError
 from her_wrap.sb3.evaluation import EvaluationResult, evaluate_agent
 
 if TYPE_CHECKING:
@@ -204,3 +210,89 @@ class CheckpointCallback(BaseCallback):
             saved = save_checkpoint(self.agent, self.run_dir, due[-1])
             if self.verbose >= 1:
                 print(f"Saved checkpoint {saved.model}", flush=True)
+
+
+class SignalStop(BaseCallback):
+    """End training at the next env step once SIGINT or SIGTERM arrives; a second one exits at once.
+
+    Job schedulers send SIGTERM before they pre-empt a job, and Ctrl-C sends SIGINT: either lets the
+    step in progress finish, so that the caller can save a checkpoint a resumed run starts from. While
+    :meth:`handling` is active the process's handlers of both signals are this callback's; a second signal
+    leaves without saving (``os._exit``, status ``128 + signal number``), for a save that hangs.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        super().__init__(verbose=0)
+        #: the signal that asked training to stop, or None
+        self.received: int | None = None
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if self.received is not None:
+            print(f"{name} again: exiting at once, without saving", flush=True)
+            os._exit(128 + signum)
+        self.received = signum
+        print(f"{name}: stopping after this step to save the agent ({name} again exits at once)", flush=True)
+
+    @contextlib.contextmanager
+    def handling(self) -> Iterator[SignalStop]:
+        """Handle SIGINT and SIGTERM with this callback inside the ``with`` block (main thread only;
+        elsewhere the block runs with the process's handlers as they are)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        previous = {signum: signal.signal(signum, self._handle) for signum in self.SIGNALS}
+        try:
+            yield self
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _on_step(self) -> bool:
+        return self.received is None
+
+
+class FiniteParameters(BaseCallback):
+    """Stop a run whose learner's parameters turned NaN or infinite (a diverged loss) before anything saves
+    them: one ``isfinite`` over the policy's tensors when a training round has run, every ``every`` env
+    steps, and in :meth:`check` (before the final save).
+
+    Put it before the checkpoint callback, with ``every`` dividing its ``save_freq``: the check then runs
+    at the start of every rollout that begins with a checkpoint, and before it.
+
+    :param every: env steps between two checks
+    :param last_checkpoint: gives the newest checkpoint's path (or None), to name it in the message
+    """
+
+    def __init__(self, every: int, last_checkpoint: Callable[[], Path | None]) -> None:
+        super().__init__(verbose=0)
+        self.every = max(1, int(every))
+        self.last_checkpoint = last_checkpoint
+        self._next_check = 0
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_start(self) -> None:
+        if self.num_timesteps >= self._next_check:
+            self._next_check = _next_multiple(self.num_timesteps, self.every)
+            self.check()
+
+    def check(self) -> None:
+        """Raise :class:`~her_wrap.runs.errors.RunError` when a parameter of the policy is not finite."""
+        import torch
+
+        policy = getattr(self.model, "policy", None)
+        if not isinstance(policy, torch.nn.Module):
+            return  # SBX's JAX learners hold no torch tensors
+        with torch.no_grad():
+            finite = all(bool(torch.isfinite(tensor).all()) for tensor in policy.parameters())
+        if not finite:
+            kept = self.last_checkpoint()
+            raise RunError(
+                f"the learner's parameters turned NaN or infinite by step {self.num_timesteps} (its loss "
+                f"diverged); nothing was saved after it. The last good checkpoint: {kept or 'none'}. Try a "
+                "lower learning_rate, clip_target, or normalize: true."
+            )

@@ -14,12 +14,13 @@ checkpoint keeps its own; older checkpoints keep their agent.
 from __future__ import annotations
 
 import re
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from her_wrap.runs.atomic import atomic_write
-from her_wrap.runs.errors import UsageError
+from her_wrap.runs.errors import RunError, UsageError
 from her_wrap.runs.run_layout import RunLayout, layout_of
 
 if TYPE_CHECKING:
@@ -111,6 +112,34 @@ def save_checkpoint(agent: HER, run_dir: Path, timesteps: int) -> SavedAgent:
     return SavedAgent(model, replay_buffer)
 
 
+def unreadable_zip(path: Path) -> str | None:
+    """Why the agent zip at ``path`` cannot be loaded (truncated, corrupt, not one of HER's), or None.
+
+    Reads the whole archive and checks every member's CRC: a file cut short by a full disk or a copy
+    that stopped half way fails here, before any loading starts.
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            broken = archive.testzip()
+            names = set(archive.namelist())
+    except (zipfile.BadZipFile, OSError, EOFError) as error:
+        return f"not a complete zip file ({error})"
+    if broken is not None:
+        return f"its member {broken} is corrupt"
+    if "data" not in names:
+        return "not an agent saved by HER.save (no 'data' member)"
+    return None
+
+
+def newest_checkpoint(run_dir: Path) -> Path | None:
+    """The newest checkpoint zip of ``run_dir`` that loads (see :func:`unreadable_zip`), or None."""
+    for timesteps in reversed(checkpoint_timesteps(run_dir)):
+        model = checkpoint_paths(run_dir, timesteps)[0]
+        if unreadable_zip(model) is None:
+            return model
+    return None
+
+
 def _existing(path: Path) -> Path | None:
     return path if path.is_file() else None
 
@@ -121,11 +150,20 @@ def _saved_checkpoint(run: RunLayout, timesteps: int) -> SavedAgent:
 
 
 def latest_saved_agent(run: RunLayout) -> SavedAgent | None:
-    """The most recent state of a run: its final agent when training finished, else its latest checkpoint."""
+    """The most recent state of a run that loads: its final agent when training finished, else its newest
+    checkpoint; a truncated or corrupt zip is skipped with one printed line."""
     if run.final_model_path.is_file():
-        return SavedAgent(run.final_model_path, _existing(run.replay_buffer_path), run)
-    timesteps = checkpoint_timesteps(run.run_dir)
-    return _saved_checkpoint(run, timesteps[-1]) if timesteps else None
+        problem = unreadable_zip(run.final_model_path)
+        if problem is None:
+            return SavedAgent(run.final_model_path, _existing(run.replay_buffer_path), run)
+        print(f"Skipping {run.final_model_path}: {problem}", flush=True)
+    for timesteps in reversed(checkpoint_timesteps(run.run_dir)):
+        saved = _saved_checkpoint(run, timesteps)
+        problem = unreadable_zip(saved.model)
+        if problem is None:
+            return saved
+        print(f"Skipping {saved.model}: {problem}", flush=True)
+    return None
 
 
 def resolve_saved_agent(path: Path) -> SavedAgent:
@@ -137,6 +175,7 @@ def resolve_saved_agent(path: Path) -> SavedAgent:
     - any other zip (``best_model.zip`` included): that agent alone.
 
     :raises UsageError: when the path does not exist or a run folder holds no saved agent
+    :raises RunError: when the zip given is truncated or corrupt, naming the newest good checkpoint
     """
     path = Path(path)
     if not path.exists() and path.suffix != ".zip" and path.with_suffix(".zip").is_file():
@@ -150,8 +189,15 @@ def resolve_saved_agent(path: Path) -> SavedAgent:
             raise UsageError(f"{path} is not a run folder (no ENV_ID/config.yml in it)")
         saved = latest_saved_agent(run)
         if saved is None:
-            raise UsageError(f"{path} holds no saved agent yet (neither a final model nor a checkpoint)")
+            raise UsageError(
+                f"{path} holds no saved agent yet (neither a final model nor a checkpoint that loads)"
+            )
         return saved
+    problem = unreadable_zip(path)
+    if problem is not None:
+        good = newest_checkpoint(run.run_dir) if run is not None else None
+        hint = f"; the newest good checkpoint of its run: {good}" if good else ""
+        raise RunError(f"cannot load the agent {path}: {problem}{hint}")
     if run is None:
         return SavedAgent(path)
     match = _CHECKPOINT.match(path.name)

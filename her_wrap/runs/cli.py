@@ -1,7 +1,11 @@
 """The ``her-wrap`` command: ``train``, ``enjoy``, ``plot`` and ``optimize`` (see ``her-wrap SUBCOMMAND -h``).
 
-Bad input (an unknown env id, a config problem, an unreachable storage, ...) ends with one line on stderr,
-``her-wrap SUBCOMMAND: error: ...``, and exit status 2; no traceback.
+What goes wrong ends in one line on stderr, ``her-wrap SUBCOMMAND: error: ...``, never a traceback, and
+an exit status that says what kind of thing it was:
+
+- 2: bad input (an unknown env id, a config problem, an unreachable storage, ...);
+- 3: a run that cannot go on (a corrupt saved agent, a full disk, NaN from the env, a diverged learner);
+- 130 / 143: stopped by SIGINT / SIGTERM (``her-wrap train`` saves the agent first; see its ``--help``).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from her_wrap.runs import enjoy, optimize, plot, train
-from her_wrap.runs.errors import UsageError
+from her_wrap.runs.errors import RunError, StoppedBySignal, UsageError
 
 SUBCOMMANDS = {
     "train": (train, "train an agent from a config entry into logs/her/ENV_ID_N"),
@@ -22,6 +26,7 @@ SUBCOMMANDS = {
 }
 
 EXIT_USAGE = 2
+EXIT_RUN_FAILED = 3
 EXIT_INTERRUPTED = 130
 
 
@@ -62,6 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"her-wrap {args.command}: error: {error}", file=sys.stderr, flush=True)
         return EXIT_USAGE
+    except RunError as error:
+        print(f"her-wrap {args.command}: error: {error}", file=sys.stderr, flush=True)
+        return EXIT_RUN_FAILED
+    except StoppedBySignal as stop:
+        return stop.status  # the run printed where it saved the agent
     except KeyboardInterrupt:
         print(f"her-wrap {args.command}: interrupted", file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED

@@ -1,4 +1,4 @@
-"""The one exception the ``her-wrap`` command turns into a one-line message and a non-zero exit."""
+"""The exceptions the ``her-wrap`` command turns into a one-line message and a non-zero exit status."""
 
 from __future__ import annotations
 
@@ -11,3 +11,22 @@ class UsageError(Exception):
     it without a traceback and exits with status 2; anything else that goes wrong is a bug and keeps its
     traceback.
     """
+
+
+class RunError(Exception):
+    """A run that cannot go on through no fault of its command line: a corrupt or unreadable saved agent,
+    a full disk, an env that returned a NaN, a learner whose parameters turned non-finite.
+
+    The message is one line that names the file, path, env column or step, and what to do. ``her-wrap``
+    prints it without a traceback and exits with status 3; the run folder keeps every file completed
+    before it (the previous checkpoint included).
+    """
+
+
+class StoppedBySignal(Exception):
+    """A run stopped by SIGINT or SIGTERM after saving what it had: ``her-wrap`` exits with :attr:`status`
+    (``128 +`` the signal's number, as shells report it: 130 for SIGINT, 143 for SIGTERM)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by signal {signum}")
+        self.status = 128 + signum

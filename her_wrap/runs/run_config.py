@@ -203,6 +203,8 @@ def _validate_her(her: Mapping[str, Any], where: str) -> tuple[HindsightSettings
             f"{where}: her.store_infos must be true, false or null (kept when compute_reward reads them), "
             f"got {result['store_infos']!r}"
         )
+    if not isinstance(result.get("check_finite", True), bool):
+        raise UsageError(f"{where}: her.check_finite must be true or false, got {result['check_finite']!r}")
     options = {key: value for key, value in result.items() if key not in SETTING_NAMES}
     update_options = {key: value for key, value in options.items() if key in UPDATE_OPTION_NAMES}
     if isinstance(update_options.get("clip_target"), bool):

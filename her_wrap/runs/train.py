@@ -19,14 +19,25 @@ with :func:`resumed_seed` of its seed and step count, so that they do not start 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 import shutil
+import signal
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from her_wrap.envs.checks import NonFiniteDataError
 from her_wrap.runs import arguments, distributed
-from her_wrap.runs.checkpoints import SavedAgent, resolve_saved_agent, save_agent, save_normalizer
+from her_wrap.runs.checkpoints import (
+    SavedAgent,
+    checkpoint_paths,
+    newest_checkpoint,
+    resolve_saved_agent,
+    save_agent,
+    save_normalizer,
+)
 from her_wrap.runs.env_factory import (
     EVAL_SEED_OFFSET,
     TrainingEnvs,
@@ -34,9 +45,13 @@ from her_wrap.runs.env_factory import (
     ensure_registered,
     make_training_envs,
 )
-from her_wrap.runs.errors import UsageError
+from her_wrap.runs.errors import RunError, StoppedBySignal, UsageError
 from her_wrap.runs.run_layout import RunLayout, new_run
 from her_wrap.runs.yaml_io import write_yaml_file
+
+#: Env steps between two checks that the learner's parameters are finite (a divisor of ``--save-freq``
+#: is used instead when it is smaller, so that every checkpoint is checked).
+FINITE_CHECK_STEPS = 1000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -141,7 +156,7 @@ def _config_source(args: argparse.Namespace, saved: SavedAgent | None) -> Path:
 
 def train(args: argparse.Namespace) -> RunLayout:
     """Run ``her-wrap train`` with parsed arguments; return the layout of the new run folder."""
-    from her_wrap.runs.callbacks import CheckpointCallback, SuccessEvalCallback
+    from her_wrap.runs.callbacks import CheckpointCallback, FiniteParameters, SignalStop, SuccessEvalCallback
     from her_wrap.runs.model_factory import build_agent
 
     ensure_registered(args.env)
@@ -220,17 +235,33 @@ def train(args: argparse.Namespace) -> RunLayout:
         verbose=args.verbose,
     )
     checkpoints = CheckpointCallback(agent, layout.run_dir, args.save_freq, verbose=args.verbose)
+    # Checked whenever a checkpoint falls due, so that none holds a diverged learner.
+    every = math.gcd(FINITE_CHECK_STEPS, args.save_freq) if args.save_freq > 0 else FINITE_CHECK_STEPS
+    finite = FiniteParameters(every, lambda: newest_checkpoint(layout.run_dir))
+    stop = SignalStop()
+    # Several workers stop together through their launcher; one process stops itself.
+    signals = contextlib.nullcontext(stop) if distributed.under_torchrun() else stop.handling()
     try:
-        agent.learn(
-            remaining,
-            callback=[evaluation, checkpoints],
-            log_interval=args.log_interval,
-            tb_log_name=layout.run_dir.name,
-            reset_num_timesteps=saved is None,
-            progress_bar=arguments.progress_bar_enabled(args.progress),
-        )
+        with signals:
+            agent.learn(
+                remaining,
+                callback=[finite, evaluation, checkpoints, stop],
+                log_interval=args.log_interval,
+                tb_log_name=layout.run_dir.name,
+                reset_num_timesteps=saved is None,
+                progress_bar=arguments.progress_bar_enabled(args.progress),
+            )
     except KeyboardInterrupt:
         print("Interrupted: saving the agent as it is", flush=True)
+    except NonFiniteDataError as error:
+        envs.close()
+        raise RunError(f"{config.env_id}: {error}") from None
+    finite.check()
+    if stop.received is not None:
+        _save_stopped(agent, layout, args.save_replay_buffer, stop.received)
+        envs.close()
+        distributed.leave_workers()
+        raise StoppedBySignal(stop.received)
     save_agent(
         agent,
         layout.final_model_path,
@@ -244,6 +275,19 @@ def train(args: argparse.Namespace) -> RunLayout:
         print(f"Last evaluation (step {timesteps}): {last.summary()}", flush=True)
     distributed.leave_workers()
     return layout
+
+
+def _save_stopped(agent: Any, layout: RunLayout, with_replay_buffer: bool, signum: int) -> None:
+    """Save a run stopped by a signal as the checkpoint of its step count (``-i RUN_FOLDER`` resumes it)."""
+    timesteps = int(agent.num_timesteps)
+    model_path, replay_buffer_path = checkpoint_paths(layout.run_dir, timesteps)
+    save_agent(agent, model_path, replay_buffer_path=replay_buffer_path if with_replay_buffer else None)
+    save_normalizer(agent, layout.vecnormalize_path)
+    print(
+        f"Stopped by {signal.Signals(signum).name} at step {timesteps}: saved the agent to {model_path} "
+        f"(resume with -i {layout.run_dir})",
+        flush=True,
+    )
 
 
 def _follow(

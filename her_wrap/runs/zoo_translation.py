@@ -117,7 +117,7 @@ def parse_python_literal(source: str) -> Any:
 #: Keys of the ``her`` section: the hindsight settings (:class:`her_wrap.HindsightSettings`), HER's
 #: ``store_infos`` and its update options (:class:`her_wrap.sb3.update_options.UpdateOptions`; ``clip_target``
 #: may also be ``true``, the return range of -1 / 0 rewards).
-HER_SETTINGS: tuple[str, ...] = (*SETTING_NAMES, "store_infos", *UPDATE_OPTION_NAMES)
+HER_SETTINGS: tuple[str, ...] = (*SETTING_NAMES, "store_infos", "check_finite", *UPDATE_OPTION_NAMES)
 
 # Zoo keys that name Python code to import: her_wrap never imports code a config names.
 _CODE_KEYS = ("env_wrapper", "vec_env_wrapper", "callback", "frame_stack")

@@ -66,6 +66,7 @@ class HER(LearnerAttributes):
         its default). ``prioritized`` and ``laber`` make the learner train with HER's weighted train step;
         PER's ``beta`` is annealed linearly to 1 over ``learn``
     :param store_infos: keep each step's info dict for ``compute_reward``: see :class:`~her_wrap.sb3.HerReplayBuffer`
+    :param check_finite: refuse NaN or infinite env data before it is stored (see the same class)
     :param normalize: running mean/std normalization of observations and goals (``True``, or a dict of
         ``VecNormalize`` arguments over :data:`DEFAULT_NORMALIZE_KWARGS`). HER wraps the goal env's dict
         VecEnv (built here as ``DummyVecEnv`` of ``Monitor`` when given an env or id) in ``VecNormalize``
@@ -111,9 +112,11 @@ class HER(LearnerAttributes):
         action_l2: float = 0.0,
         random_action_prob: float = 0.0,
         target_update_per_cycle: bool = False,
+        check_finite: bool = True,
         _init_setup_model: bool = True,
         **model_kwargs: Any,
     ) -> None:
+        self.check_finite = bool(check_finite)
         if env is None:
             raise ValueError("HER needs an env to build its learner; pass a goal env, its id or a VecEnv.")
         for key in ("replay_buffer_class", "replay_buffer_kwargs"):
@@ -248,6 +251,7 @@ class HER(LearnerAttributes):
             seed=learner.seed,
             gamma=learner.gamma,
             shuffle_rows=is_jax_learner(self.model_class),
+            check_finite=getattr(self, "check_finite", True),
         )
 
     def _attach_batch_source(self) -> None:

@@ -27,6 +27,7 @@ from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as StableBas
 from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.core.replay import HindsightReplay
 from her_wrap.core.settings import HindsightSettings
+from her_wrap.envs.checks import check_finite_step
 from her_wrap.envs.goal_wrapper import GoalObservationLayout, layout_space
 from her_wrap.sb3.goal_functions import GoalFunctions
 from her_wrap.sb3.jax_learners import shuffled_rows
@@ -100,6 +101,9 @@ class HerReplayBuffer(InfoProbe, StagedStepWriter, StableBaselinesHerReplayBuffe
     :param shuffle_rows: return the rows of each sample in random order. SBX's learners cut one
         ``sample(batch_size * gradient_steps)`` into consecutive batches while relabeled rows come first:
         shuffled, each batch gets its share ``k / (k + 1)`` of relabeled goals (``HER`` sets it for them)
+    :param check_finite: refuse a step whose observations, goals or rewards hold a NaN or an infinity,
+        naming the env column and the step, before anything of it is stored (one ``np.isfinite`` per
+        field and step); False stores them as they come
     :param hindsight: the other fields of :class:`~her_wrap.HindsightSettings` (``online``, ``goal_mix``,
         ``n_steps``, ``movement_clip``, ``movement_floor``); ``prioritized`` and ``laber`` are refused,
         naming ``her_wrap.HER``
@@ -125,6 +129,7 @@ class HerReplayBuffer(InfoProbe, StagedStepWriter, StableBaselinesHerReplayBuffe
         seed: int | None = None,
         gamma: float | None = None,
         shuffle_rows: bool = False,
+        check_finite: bool = True,
         **hindsight: Any,
     ) -> None:
         if optimize_memory_usage:
@@ -148,6 +153,9 @@ class HerReplayBuffer(InfoProbe, StagedStepWriter, StableBaselinesHerReplayBuffe
         self.copy_info_dict = bool(copy_info_dict)
         self.store_infos = True if store_infos is None and copy_info_dict else store_infos
         self.shuffle_rows = bool(shuffle_rows)
+        self.check_finite = bool(check_finite)
+        #: steps of every env column added so far (the step a refused one is named by)
+        self.steps_added = 0
         self.layout = _observation_layout(observation_space, layout, env)
         dict_space = self._dict_space()
         self.keys = tuple(dict_space.spaces)
@@ -256,6 +264,9 @@ class HerReplayBuffer(InfoProbe, StagedStepWriter, StableBaselinesHerReplayBuffe
         :param infos: one info dict per env (a list, or the tuple ``SubprocVecEnv`` gives)
         """
         n_envs = self.n_envs
+        if self.check_finite:
+            check_finite_step(next_obs, reward, self.steps_added)
+        self.steps_added += 1
         if type(done) is not np.ndarray or done.dtype != np.bool_ or done.shape != (n_envs,):
             done = np.asarray(done, dtype=bool).reshape(n_envs)
         ends = done.tolist()

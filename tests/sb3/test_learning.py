@@ -76,6 +76,7 @@ def test_her_sac_learns_continuous_bit_flipping() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_her_dqn_learns_30_bit_flipping_within_200k_steps() -> None:
     model = train_dqn(
         "MultiInputPolicy", 30, 200_000, BIT_FLIPPING_DQN_LARGE, n_envs=BIT_FLIPPING_DQN_LARGE_N_ENVS
@@ -84,6 +85,7 @@ def test_her_dqn_learns_30_bit_flipping_within_200k_steps() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_her_dqn_learns_50_bit_flipping_within_1m_steps() -> None:
     """The HER paper's headline, >= 0.9 greedy success at n = 50 within 1M env steps: with the preset it
     takes 200k-250k (seeds 0, 1, 2), so 500k keeps a margin and the test to about 8 minutes on one core."""

@@ -1,0 +1,307 @@
+"""What a run does when the machine or the env lets it down: signals, truncated checkpoints, a full disk,
+NaN from the env, a diverged learner. Each ends in one line and a documented exit status, nothing lost."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from her_wrap import HER, BitFlippingEnv
+from her_wrap.envs.checks import NonFiniteDataError, check_finite_step
+from her_wrap.runs import cli
+from her_wrap.runs.atomic import TEMPORARY_PREFIX, atomic_write, atomic_write_text
+from her_wrap.runs.callbacks import FiniteParameters, SignalStop
+from her_wrap.runs.checkpoints import checkpoint_timesteps, resolve_saved_agent
+from her_wrap.runs.errors import RunError
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The shipped bit-flipping entry, small enough to train in seconds.
+SMALL_BITS = [
+    "-params",
+    "env_kwargs.n_bits:4",
+    "learning_starts:50",
+    "train_freq:[4,step]",
+    "gradient_steps:1",
+]
+
+
+def _environment() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+def _train_command(log_folder: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "her_wrap.runs.cli", "train", "--env", "BitFlipping-v0", "--seed", "0",
+        "--eval-freq", "0", "--no-progress", "-f", str(log_folder), *SMALL_BITS, *extra,
+    ]  # fmt: skip
+
+
+def _run_folder(log_folder: Path) -> Path:
+    (folder,) = (log_folder / "her").glob("BitFlipping-v0_*")
+    return folder
+
+
+# --------------------------------------------------------------------------- signals
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_stops_train_with_a_loadable_checkpoint(signum: int, status: int, tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        _train_command(tmp_path, "-n", "1e7", "--save-replay-buffer"),
+        env=_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("Training HER"):
+            break
+    time.sleep(2.0)  # into the training loop
+    process.send_signal(signum)
+    rest, err = process.communicate(timeout=120)
+    assert process.returncode == status, err
+    saved_lines = [line for line in rest.splitlines() if line.startswith("Stopped by")]
+    assert len(saved_lines) == 1 and signal.Signals(signum).name in saved_lines[0]
+    assert "Traceback" not in err
+    run_dir = _run_folder(tmp_path)
+    (timesteps,) = checkpoint_timesteps(run_dir)
+    assert (run_dir / f"rl_model_replay_buffer_{timesteps}_steps.pkl").is_file()
+    model = HER.load(str(run_dir / f"rl_model_{timesteps}_steps.zip"))
+    assert model.num_timesteps == timesteps > 0
+    obs, _ = BitFlippingEnv(n_bits=4).reset(seed=0)
+    action, _ = model.predict(obs, deterministic=True)
+    assert 0 <= int(np.asarray(action)) < 4
+
+
+def test_a_second_signal_exits_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    exits: list[int] = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    stop = SignalStop()
+    stop._handle(signal.SIGTERM, None)
+    assert stop.received == signal.SIGTERM and not stop._on_step()
+    assert exits == []
+    stop._handle(signal.SIGTERM, None)
+    assert exits == [143]
+
+
+def test_signal_handlers_are_restored_after_training() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with SignalStop().handling() as stop:
+        assert signal.getsignal(signal.SIGTERM) == stop._handle
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+# --------------------------------------------------------------------------- truncated checkpoints
+
+
+@pytest.fixture(scope="module")
+def run_with_checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    log_folder = tmp_path_factory.mktemp("logs")
+    subprocess.run(
+        _train_command(log_folder, "-n", "600", "--save-freq", "200"),
+        env=_environment(),
+        check=True,
+        capture_output=True,
+    )
+    return _run_folder(log_folder)
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def test_resuming_a_folder_skips_a_truncated_newest_agent(
+    run_with_checkpoints: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / run_with_checkpoints.parent.name / run_with_checkpoints.name
+    run_dir.parent.mkdir(parents=True)
+    subprocess.run(["cp", "-r", str(run_with_checkpoints), str(run_dir)], check=True)
+    _truncate(run_dir / "BitFlipping-v0.zip")
+    _truncate(run_dir / "rl_model_600_steps.zip")
+    saved = resolve_saved_agent(run_dir)
+    assert saved.model == (run_dir / "rl_model_400_steps.zip").resolve()
+    out = capsys.readouterr().out
+    assert out.count("Skipping") == 2
+    assert "BitFlipping-v0.zip: not a" in out and "rl_model_600_steps.zip: not a" in out
+
+
+def test_a_truncated_agent_given_directly_is_one_line_naming_the_newest_good_one(
+    run_with_checkpoints: Path, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / run_with_checkpoints.parent.name / run_with_checkpoints.name
+    run_dir.parent.mkdir(parents=True)
+    subprocess.run(["cp", "-r", str(run_with_checkpoints), str(run_dir)], check=True)
+    broken = run_dir / "rl_model_600_steps.zip"
+    _truncate(broken)
+    resumed = subprocess.run(
+        _train_command(tmp_path / "again", "-n", "800", "-i", str(broken)),
+        env=_environment(),
+        capture_output=True,
+        text=True,
+    )
+    assert resumed.returncode == 3
+    assert "Traceback" not in resumed.stderr
+    (line,) = resumed.stderr.strip().splitlines()
+    assert str(broken) in line and "rl_model_400_steps.zip" in line
+
+
+def test_a_corrupt_zip_outside_a_run_is_refused(tmp_path: Path) -> None:
+    fake = tmp_path / "agent.zip"
+    fake.write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.raises(RunError, match=r"cannot load the agent .*agent\.zip: not a complete zip file"):
+        resolve_saved_agent(fake)
+
+
+# --------------------------------------------------------------------------- a full disk
+
+
+def _full_disk_writer(partial: bytes) -> Any:
+    def write(path: Path) -> None:
+        path.write_bytes(partial)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    return write
+
+
+def test_a_full_disk_is_one_line_and_keeps_the_previous_file(tmp_path: Path) -> None:
+    target = tmp_path / "agent.zip"
+    atomic_write_text(target, "previous version " * 1000)
+    with pytest.raises(RunError) as raised:
+        atomic_write(target, _full_disk_writer(b"x" * 10))
+    message = str(raised.value)
+    assert str(target) in message and "no space left" in message and "MB" in message
+    assert "\n" not in message
+    assert target.read_text() == "previous version " * 1000
+    assert not list(tmp_path.glob(f"{TEMPORARY_PREFIX}*"))
+
+
+def test_other_write_errors_are_not_taken_for_a_full_disk(tmp_path: Path) -> None:
+    def refuse(path: Path) -> None:
+        raise OSError(errno.EACCES, "Permission denied")
+
+    with pytest.raises(PermissionError):
+        atomic_write(tmp_path / "a.txt", refuse)
+
+
+def test_train_on_a_full_disk_ends_in_one_line_with_the_last_checkpoint_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saves = []
+    original_save = HER.save
+
+    def save(self: HER, path: Any, *args: Any, **kwargs: Any) -> None:
+        saves.append(path)
+        if len(saves) > 1:
+            Path(str(path)).write_bytes(b"partial")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        original_save(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(HER, "save", save)
+    argv = _train_command(tmp_path, "-n", "600", "--save-freq", "200")[3:]
+    assert cli.main(argv) == cli.EXIT_RUN_FAILED
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no space left" in err[0] and "rl_model_400_steps.zip" in err[0]
+    run_dir = _run_folder(tmp_path)
+    assert checkpoint_timesteps(run_dir) == [200]
+    assert HER.load(str(run_dir / "rl_model_200_steps.zip")).num_timesteps == 200
+    assert not list(run_dir.glob(f"{TEMPORARY_PREFIX}*"))
+
+
+# --------------------------------------------------------------------------- a broken env
+
+
+class NaNAfter(gym.Wrapper):
+    """A goal env whose observations turn NaN after ``steps`` steps."""
+
+    def __init__(self, env: gym.Env, steps: int) -> None:
+        super().__init__(env)
+        self.steps = steps
+        self.taken = 0
+
+    def step(self, action: Any) -> Any:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.taken += 1
+        if self.taken > self.steps:
+            obs = {**obs, "observation": np.full_like(obs["observation"], np.nan, dtype=np.float32)}
+        return obs, reward, terminated, truncated, info
+
+
+def _nan_env() -> gym.Env:
+    return NaNAfter(BitFlippingEnv(n_bits=4, continuous=True), steps=30)
+
+
+def test_nan_from_the_env_is_refused_before_it_is_stored() -> None:
+    model = HER("MultiInputPolicy", _nan_env(), "sac", learning_starts=10_000, seed=0)
+    with pytest.raises(NonFiniteDataError, match=r"env column 0 returned observation = nan at step 30"):
+        model.learn(100)
+    assert model.replay_buffer.steps_added == 30
+    batch = model.replay_buffer.sample(16)
+    assert all(bool(np.isfinite(tensor.numpy()).all()) for tensor in batch.observations.values())
+
+
+def test_nan_from_the_env_is_stored_when_the_check_is_off() -> None:
+    model = HER("MultiInputPolicy", _nan_env(), "sac", learning_starts=10_000, seed=0, check_finite=False)
+    model.learn(60)
+    assert model.replay_buffer.steps_added == 60
+
+
+@pytest.mark.parametrize(
+    ("field", "values", "fragment"),
+    [
+        ("reward", {"reward": np.array([0.0, np.inf])}, "env column 1 returned reward = inf at step 7"),
+        ("goal", {"desired_goal": np.array([[0.0], [np.nan]])}, "env column 1 returned desired_goal = nan"),
+    ],
+)
+def test_the_check_names_the_column_and_field(field: str, values: dict[str, Any], fragment: str) -> None:
+    obs = {"observation": np.zeros((2, 3)), "desired_goal": np.zeros((2, 1))}
+    obs.update({key: value for key, value in values.items() if key != "reward"})
+    reward = values.get("reward", np.zeros(2))
+    with pytest.raises(NonFiniteDataError, match=fragment):
+        check_finite_step(obs, reward, 7)
+    check_finite_step({"observation": np.zeros((2, 3))}, np.zeros(2), 7)  # finite: no error
+
+
+def test_train_on_a_nan_env_ends_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gym.register("NaNBits-v0", entry_point=_nan_env, max_episode_steps=4)
+    try:
+        config = tmp_path / "nan.yml"
+        config.write_text(
+            "NaNBits-v0:\n  model_class: sac\n  n_timesteps: 200\n  learning_starts: 1000\n", encoding="utf-8"
+        )
+        status = cli.main(
+            ["train", "--env", "NaNBits-v0", "-c", str(config), "-f", str(tmp_path), "--seed", "0"]
+        )
+    finally:
+        gym.registry.pop("NaNBits-v0")
+    assert status == cli.EXIT_RUN_FAILED
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("her-wrap train: error: NaNBits-v0: env column 0 returned observation = nan")
+    assert "check_finite" in line
+
+
+# --------------------------------------------------------------------------- a diverged learner
+
+
+def test_non_finite_parameters_stop_the_run_naming_the_last_checkpoint(tmp_path: Path) -> None:
+    import torch
+
+    model = HER("MultiInputPolicy", BitFlippingEnv(n_bits=4, continuous=True), "sac", seed=0)
+    kept = tmp_path / "rl_model_200_steps.zip"
+    check = FiniteParameters(every=100, last_checkpoint=lambda: kept)
+    check.init_callback(model.model)
+    check.check()  # finite: nothing raised
+    with torch.no_grad():
+        next(model.policy.parameters()).fill_(float("nan"))
+    with pytest.raises(RunError, match=rf"NaN or infinite .*last good checkpoint: {kept}"):
+        check.check()
