@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -200,11 +201,20 @@ SAVED_CASES = [
 ]
 
 
+def write_saved(path: Path) -> None:
+    """A file of a saved agent: a zip with the ``data`` member every agent zip has, or a plain file."""
+    if path.suffix == ".zip":
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("data", "{}")
+    else:
+        path.write_text("x")
+
+
 @pytest.mark.parametrize("case", SAVED_CASES, ids=lambda case: case.name)
 def test_resolve_saved_agent(case: SavedCase, tmp_path: Path) -> None:
     layout = make_run(tmp_path)
     for name in case.files:
-        (layout.run_dir / name).write_text("x")
+        write_saved(layout.run_dir / name)
     saved = resolve_saved_agent(layout.run_dir / case.target)
     run_dir = layout.run_dir.resolve()
 
@@ -215,7 +225,7 @@ def test_resolve_saved_agent(case: SavedCase, tmp_path: Path) -> None:
 
 
 def test_zip_outside_a_run_stands_alone(tmp_path: Path) -> None:
-    (tmp_path / "agent.zip").write_text("x")
+    write_saved(tmp_path / "agent.zip")
     saved = resolve_saved_agent(tmp_path / "agent.zip")
     assert (saved.replay_buffer, saved.run) == (None, None)
 
