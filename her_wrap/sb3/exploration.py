@@ -1,7 +1,7 @@
 """Exploration with uniformly random actions (the HER paper's DDPG explores this way besides its noise).
 
 :class:`RandomActionExploration` is mixed into a learner class (by
-:func:`~her_wrap.sb3.learner_mixin.weighted_learner_class`): at each exploration step, each env's action is
+:func:`~her_wrap.sb3.train_steps.train_from_source_class`): at each exploration step, each env's action is
 replaced, with probability :attr:`~her_wrap.sb3.update_options.UpdateOptions.random_action_prob`, by one
 drawn uniformly from the action space. The policy's prediction of those few actions runs on one torch
 thread (:func:`one_torch_thread`), through the lean forward of :mod:`her_wrap.sb3.fast_actor` where it
