@@ -113,7 +113,7 @@ def test_without_random_actions_the_greedy_action_repeats():
 
 @pytest.mark.parametrize("model_class", [DDPG, SAC])
 def test_exploration_predicts_on_one_torch_thread_and_gives_the_threads_back(model_class, monkeypatch):
-    """DDPG predicts by the lean forward (her_wrap.sb3.fast_actor), SAC by its policy's predict."""
+    """DDPG predicts by the lean forward (her_wrap.sb3.exploration), SAC by its policy's predict."""
     import her_wrap.sb3.exploration as exploration
 
     model = continuous_her(model_class, random_action_prob=0.3)
