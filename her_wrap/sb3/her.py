@@ -36,7 +36,7 @@ from her_wrap.sb3.persistence import (
 from her_wrap.sb3.policies import resolve_layer_norm_policy
 from her_wrap.sb3.train_steps import (
     TrainFromSourceMixin,
-    runs_stock_actor_critic_train,
+    has_stock_actor_critic_train,
     train_from_source_class,
 )
 from her_wrap.sb3.update_options import UpdateOptions
@@ -233,7 +233,7 @@ class HER(LearnerAttributes):
         weighted = (
             self.settings.weighted
             or not self.update_options.is_default
-            or runs_stock_actor_critic_train(self.model_class)
+            or has_stock_actor_critic_train(self.model_class)
         )
         return train_from_source_class(self.model_class) if weighted else self.model_class
 

@@ -390,7 +390,7 @@ class TrainFromSourceMixin(RandomActionExploration):
 _SOURCE_CLASSES: dict[type, type] = {}
 
 
-def runs_stock_actor_critic_train(model_class: type) -> bool:
+def has_stock_actor_critic_train(model_class: type) -> bool:
     """Whether ``model_class`` trains with the unchanged ``train()`` of SAC, TQC, TD3 or DDPG.
 
     :func:`train_from_source` with uniform batches takes the same steps as that ``train()`` for about a

@@ -79,7 +79,7 @@ class UpdateOptions:
 
         The gradient steps are then those of stock ``train()``, whichever code takes them: HER still runs
         SAC, TQC, TD3 and DDPG through :func:`~her_wrap.sb3.train_steps.train_from_source`, which takes the
-        same steps for less work (:func:`~her_wrap.sb3.train_steps.runs_stock_actor_critic_train`).
+        same steps for less work (:func:`~her_wrap.sb3.train_steps.has_stock_actor_critic_train`).
         """
         return self == UpdateOptions()
 
