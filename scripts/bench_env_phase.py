@@ -9,7 +9,7 @@ the same observations). Random actions, a reset at each episode's end, the same 
 
 **The exploration action.** At every env step SB3's ``collect_rollouts`` asks the learner for one exploration action per env through
 ``learner._sample_action``: the policy's prediction, then scaling, noise and clipping. For DDPG and TD3 the
-learner ``HER`` trains predicts through the lean forward of :mod:`her_wrap.sb3.fast_actor` (the same
+learner ``HER`` trains predicts through the lean forward of :mod:`her_wrap.sb3.exploration` (the same
 actions, bit for bit); for other learners it keeps SB3's path. For each learner this script builds one
 ``HER`` model on the env (``MultiInputPolicy``, HER's normalization, 3 x 256 networks, Gaussian action
 noise), then times, on the same learner and the same observation, alternating rounds of
@@ -46,7 +46,7 @@ from stable_baselines3.common.noise import NormalActionNoise
 from her_wrap import HER
 from her_wrap.envs.registry import make_goal_env
 from her_wrap.envs.robot_envs import RobotJointReader
-from her_wrap.sb3.fast_actor import actor_plan
+from her_wrap.sb3.exploration import actor_plan
 from her_wrap.sb3.learners import learner_class
 
 ROOT = Path(__file__).resolve().parent.parent

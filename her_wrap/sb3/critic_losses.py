@@ -2,14 +2,20 @@
 
 Each ``*_critic`` function computes the TD target exactly as the learner's own ``train()`` of
 stable-baselines3 / sb3-contrib 2.9 does (n-step ``discounts``, target clipping of
-:class:`~her_wrap.sb3.update_options.UpdateOptions` aside), keeps one loss value per sample so that
-importance weights can scale it (see :mod:`her_wrap.sb3._weighted_losses`), and returns the detached |TD|
-of each sample. :mod:`her_wrap.sb3.train_steps` trains on them; :func:`td_abs` scores a batch with them
-(LaBER's surrogate priorities).
+:class:`~her_wrap.sb3.update_options.UpdateOptions` aside), keeps one loss value per sample and returns
+the detached |TD| of each sample. :mod:`her_wrap.sb3.train_steps` trains on them; :func:`td_abs` scores a
+batch with them (LaBER's and prioritized replay's priorities).
+
+Stock stable-baselines3 losses reduce over the batch inside the loss call (``F.mse_loss(...)``,
+``quantile_huber_loss(...)``), which leaves no place for a per-sample weight. The per-sample losses here
+(:func:`twin_critic_loss`, :func:`quantile_huber_loss_per_sample`) are reduced by :func:`weighted_mean`,
+so that ``(weights * loss).mean()`` applies importance weights (LaBER, PER), and equal the stock value
+when there are no weights.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TypeAlias, TypeGuard
 
 import numpy as np
@@ -19,13 +25,6 @@ from stable_baselines3 import DQN, SAC, TD3
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
-from her_wrap.sb3._weighted_losses import (
-    mean_abs_td,
-    quantile_huber_loss_per_sample,
-    quantile_mean_abs_td,
-    twin_critic_loss,
-    weighted_mean,
-)
 from her_wrap.sb3.samples import Samples
 from her_wrap.sb3.update_options import UpdateOptions
 
@@ -44,9 +43,9 @@ _SUPPORTED = "DQN, QRDQN (sb3-contrib), SAC, TQC (sb3-contrib), TD3 and DDPG, or
 
 
 def unsupported_learner(model: BaseAlgorithm) -> TypeError:
-    """The error for a learner class weighted training does not cover, naming the ones it does."""
+    """The error for a learner class HER's train step does not cover, naming the ones it does."""
     return TypeError(
-        f"Weighted training does not support {type(model).__name__}; it supports {_SUPPORTED}. "
+        f"HER's train step does not support {type(model).__name__}; it supports {_SUPPORTED}. "
         "Fix: build the model with one of these off-policy classes. On-policy learners such as PPO or A2C "
         "have no replay buffer whose samples could be weighted: train them with model.learn()."
     )
@@ -62,6 +61,111 @@ def is_tqc(model: BaseAlgorithm) -> TypeGuard[sb3_contrib.TQC]:
     return sb3_contrib is not None and isinstance(model, sb3_contrib.TQC)
 
 
+def weighted_mean(per_sample_loss: th.Tensor, weights: th.Tensor | None) -> th.Tensor:
+    """Batch mean of a per-sample loss, each sample scaled by its weight.
+
+    ``weights=None`` is the plain mean, the reduction stable-baselines3 applies, so an unweighted run
+    matches stock ``train()``. Weights are detached: they are importance corrections, not something
+    to learn.
+
+    :param per_sample_loss: loss of each sample, shape ``(B,)``
+    :param weights: weight of each sample, shape ``(B,)`` or ``(B, 1)``, or ``None`` for all ones
+    :return: scalar ``mean(weights * per_sample_loss)``
+    :raises ValueError: when there is not exactly one weight per sample
+    """
+    if weights is None:
+        return per_sample_loss.mean()
+    flat_weights = weights.detach().reshape(-1)
+    if flat_weights.shape != per_sample_loss.shape:
+        raise ValueError(
+            f"Got weights of shape {tuple(weights.shape)} for a batch of {per_sample_loss.shape[0]} samples; "
+            "a BatchSource must return one weight per sample, shape (B,) or (B, 1)."
+        )
+    return (flat_weights.to(per_sample_loss) * per_sample_loss).mean()
+
+
+def twin_critic_loss(
+    current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, weights: th.Tensor | None
+) -> th.Tensor:
+    """Sum over critics of the weighted mean squared TD error (SAC, TD3, DDPG).
+
+    Summing one weighted mean per critic, rather than weighting a per-sample sum over critics, keeps the
+    order of operations of stock ``sum(F.mse_loss(q, target) for q in current_q_values)``, so the
+    unweighted loss reproduces stock training exactly (the tests find identical parameters), not only to
+    rounding.
+
+    :param current_q_values: ``Q_i(s, a)`` of each critic, each of shape ``(B, 1)``
+    :param target_q_values: TD target, shape ``(B, 1)``, no gradient
+    :param weights: per-sample weights, shape ``(B,)`` or ``(B, 1)``, or ``None``
+    :return: scalar loss
+    """
+    losses = [
+        weighted_mean(F.mse_loss(current_q, target_q_values, reduction="none").reshape(-1), weights)
+        for current_q in current_q_values
+    ]
+    total = sum(losses)
+    assert isinstance(total, th.Tensor)  # sum() of tensors; narrows the int start value for mypy
+    return total
+
+
+def quantile_huber_loss_per_sample(
+    current_quantiles: th.Tensor, target_quantiles: th.Tensor, sum_over_quantiles: bool
+) -> th.Tensor:
+    """Quantile-regression Huber loss of each sample (QR-DQN, TQC).
+
+    Same formula as ``sb3_contrib.common.utils.quantile_huber_loss`` with unit quantile midpoints
+    ``(i + 0.5) / n_quantiles``, but reduced over everything except the batch axis. The mean of the
+    result over the batch is the sb3-contrib loss: every sample has the same number of terms.
+
+    :param current_quantiles: ``(B, n_quantiles)`` (QR-DQN) or ``(B, n_critics, n_quantiles)`` (TQC)
+    :param target_quantiles: ``(B, n_target_quantiles)`` (QR-DQN) or ``(B, 1, n_target_quantiles)`` (TQC),
+        no gradient
+    :param sum_over_quantiles: sum over the current-quantile axis before averaging, as QR-DQN does;
+        TQC averages over it (``False``)
+    :return: loss of each sample, shape ``(B,)``
+    """
+    n_quantiles = current_quantiles.shape[-1]
+    cum_prob = (th.arange(n_quantiles, device=current_quantiles.device, dtype=th.float) + 0.5) / n_quantiles
+    # Broadcast the midpoints along the current-quantile axis of pairwise_delta below.
+    cum_prob = cum_prob.view(*([1] * (current_quantiles.ndim - 1)), -1, 1)
+    # (B, [n_critics,] n_quantiles, n_target_quantiles): every target quantile against every current one.
+    pairwise_delta = target_quantiles.unsqueeze(-2) - current_quantiles.unsqueeze(-1)
+    abs_pairwise_delta = th.abs(pairwise_delta)
+    huber_loss = th.where(abs_pairwise_delta > 1, abs_pairwise_delta - 0.5, pairwise_delta**2 * 0.5)
+    loss = th.abs(cum_prob - (pairwise_delta.detach() < 0).float()) * huber_loss
+    if sum_over_quantiles:
+        loss = loss.sum(dim=-2)
+    return loss.flatten(start_dim=1).mean(dim=1)
+
+
+def mean_abs_td(current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor) -> th.Tensor:
+    """|TD error| of each sample, averaged over critics (one critic for DQN).
+
+    :param current_q_values: ``Q_i(s, a)`` of each critic, each of shape ``(B, 1)``
+    :param target_q_values: TD target, shape ``(B, 1)``
+    :return: detached ``mean_i |target - Q_i(s, a)|``, shape ``(B,)``
+    """
+    stacked = th.cat([current_q.detach() for current_q in current_q_values], dim=1)
+    return (target_q_values.detach() - stacked).abs().mean(dim=1)
+
+
+def quantile_mean_abs_td(current_quantiles: th.Tensor, target_quantiles: th.Tensor) -> th.Tensor:
+    """|TD error| of the Q-value implied by quantiles (QR-DQN, TQC).
+
+    ``|mean(target quantiles) - mean(current quantiles)|``: the TD error of the expected return, which
+    is what DQN's |TD| would be for these distributions, and which does not depend on how target and
+    current quantiles pair up (TQC drops the top target quantiles, so there is no one-to-one pairing).
+    For TQC the current mean runs over every critic's quantiles, as TQC's actor does.
+
+    :param current_quantiles: ``(B, n_quantiles)`` or ``(B, n_critics, n_quantiles)``
+    :param target_quantiles: ``(B, n_target_quantiles)`` or ``(B, 1, n_target_quantiles)``
+    :return: detached |TD| of each sample, shape ``(B,)``
+    """
+    current_mean = current_quantiles.detach().flatten(start_dim=1).mean(dim=1)
+    target_mean = target_quantiles.detach().flatten(start_dim=1).mean(dim=1)
+    return (target_mean - current_mean).abs()
+
+
 def _discounts(model: OffPolicyAlgorithm, samples: Samples) -> th.Tensor | float:
     # n-step buffers return gamma**n per sample (less where the episode ended early); 1-step buffers None.
     return samples.discounts if samples.discounts is not None else model.gamma
@@ -69,7 +173,7 @@ def _discounts(model: OffPolicyAlgorithm, samples: Samples) -> th.Tensor | float
 
 def update_options_of(model: BaseAlgorithm) -> UpdateOptions:
     """The :class:`UpdateOptions` the learner trains with (the defaults for a stock SB3 model)."""
-    # HER's learners carry their options; a stock SB3 model given to weighted_train has none.
+    # HER's learners carry their options; a stock SB3 model given to train_from_source has none.
     options = getattr(model, "update_options", None)
     return options if isinstance(options, UpdateOptions) else _NO_OPTIONS
 
@@ -168,7 +272,7 @@ def td3_targets(model: TD3, samples: Samples) -> th.Tensor:
 
     They read the target networks only, so a train step whose target networks stay put for the whole call
     can compute the next batch's targets before the current step's optimizer steps (see
-    :func:`~her_wrap.sb3.train_steps.weighted_train` with several workers).
+    ``_train_td3`` in :mod:`her_wrap.sb3.train_steps` with several workers).
     """
     with th.no_grad():
         # Target policy smoothing: clipped Gaussian noise drawn from the torch RNG, as TD3.train() does.
@@ -231,7 +335,7 @@ def td_abs(model: BaseAlgorithm, samples: Samples) -> np.ndarray:
 
 
 def _evaluate_critic(model: BaseAlgorithm, samples: Samples) -> th.Tensor:
-    # Same dispatch order as train_steps.weighted_train; the weights do not matter for |TD|.
+    # Same dispatch order as train_steps.train_from_source; the weights do not matter for |TD|.
     if is_qrdqn(model):
         return qrdqn_critic(model, samples, None)[1]
     if isinstance(model, DQN):

@@ -25,7 +25,6 @@ from her_wrap.sb3.her_replay_buffer import HerReplayBuffer, hindsight_settings
 from her_wrap.sb3.jax_learners import check_jax_learner, is_jax_learner, jax_learner_class
 from her_wrap.sb3.learner_attributes import LearnerAttributes
 from her_wrap.sb3.learner_env import DEFAULT_NORMALIZE_KWARGS, normalize_kwargs_of, prepare_learner_env
-from her_wrap.sb3.learner_mixin import WeightedTrainMixin, has_leaner_actor_step, weighted_learner_class
 from her_wrap.sb3.learners import check_keeps_replay_buffer, resolve_model_class
 from her_wrap.sb3.persistence import (
     SavedHER,
@@ -35,6 +34,11 @@ from her_wrap.sb3.persistence import (
     write_her_members,
 )
 from her_wrap.sb3.policies import resolve_layer_norm_policy
+from her_wrap.sb3.train_steps import (
+    TrainFromSourceMixin,
+    has_stock_actor_critic_train,
+    train_from_source_class,
+)
 from her_wrap.sb3.update_options import UpdateOptions
 
 
@@ -232,9 +236,9 @@ class HER(LearnerAttributes):
         weighted = (
             self.settings.weighted
             or not self.update_options.is_default
-            or has_leaner_actor_step(self.model_class)
+            or has_stock_actor_critic_train(self.model_class)
         )
-        return weighted_learner_class(self.model_class) if weighted else self.model_class
+        return train_from_source_class(self.model_class) if weighted else self.model_class
 
     def _new_replay_buffer(self) -> HerReplayBuffer:
         learner = self.model
@@ -255,7 +259,7 @@ class HER(LearnerAttributes):
         )
 
     def _attach_batch_source(self) -> None:
-        if isinstance(self.model, WeightedTrainMixin):
+        if isinstance(self.model, TrainFromSourceMixin):
             source: BatchSource | None = make_batch_source(self.replay_buffer, self.settings)
             if source is None:
                 source = UniformSource(self.replay_buffer)

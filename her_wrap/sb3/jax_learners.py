@@ -26,6 +26,7 @@ import numpy as np
 import torch as th
 
 from her_wrap.core.settings import HindsightSettings
+from her_wrap.sb3.batch_sources import select_rows
 from her_wrap.sb3.samples import Samples
 from her_wrap.sb3.update_options import UpdateOptions
 
@@ -118,12 +119,4 @@ def shuffled_rows(samples: Samples, rng: np.random.Generator) -> Samples:
     :param rng: the generator of the order
     """
     order = th.from_numpy(rng.permutation(samples.actions.shape[0])).to(samples.actions.device)
-
-    def take(field: Any) -> Any:
-        if field is None:
-            return None
-        if isinstance(field, dict):
-            return {key: value[order] for key, value in field.items()}
-        return field[order]
-
-    return type(samples)(*(take(field) for field in samples))
+    return select_rows(samples, order)

@@ -1,16 +1,25 @@
-"""Weighted gradient steps for stable-baselines3 off-policy learners.
+"""HER's train step for stable-baselines3 off-policy learners, and the learner subclass that runs it.
 
-LaBER (Lahire et al. 2021, arXiv:2110.01528) and prioritized replay only correct their sampling bias
-when each sample's importance weight reaches the loss, and stock ``model.train()`` draws its own batch
-and averages the loss unweighted. :func:`weighted_train` replaces ``model.train()`` for DQN, QRDQN,
-SAC, TQC, TD3 and DDPG: it mirrors each algorithm's ``train()`` of stable-baselines3 / sb3-contrib 2.9
-(optimizer steps, target updates, policy delay, entropy-coefficient update, ``_n_updates``, logger
-records, learning-rate schedule, gradient clipping, n-step ``discounts``) with two differences:
+:func:`train_from_source` replaces ``model.train()`` for DQN, QRDQN, SAC, TQC, TD3 and DDPG. It mirrors
+each algorithm's ``train()`` of stable-baselines3 / sb3-contrib 2.9 (optimizer steps, target updates,
+policy delay, entropy-coefficient update, ``_n_updates``, logger records, learning-rate schedule,
+gradient clipping, n-step ``discounts``) with these differences:
 
-- the batch and its weights come from a :class:`~her_wrap.sb3.batch_sources.BatchSource` (``draw``), and the source is told the
-  |TD error| of the batch after each gradient step (``report``), which prioritized replay needs;
+- the batch and its weights come from a :class:`~her_wrap.sb3.batch_sources.BatchSource` (``draw``), and
+  the source is told the |TD error| of the batch after each gradient step (``report``), which prioritized
+  replay needs. LaBER (Lahire et al. 2021, arXiv:2110.01528) and prioritized replay only correct their
+  sampling bias when each sample's importance weight reaches the loss; stock ``train()`` draws its own
+  batch and averages the loss unweighted;
 - the critic / Q loss is computed per sample, multiplied by the weights and then averaged
-  (``(w * loss).mean()``). Without weights it equals the stock loss.
+  (``(w * loss).mean()``). A uniform source gives no weights, and the loss equals the stock loss;
+- the options of :class:`~her_wrap.sb3.update_options.UpdateOptions` apply (target clipping, action L2,
+  target networks moved once per call);
+- the actor's backward pass skips the critic's own weight gradients (:func:`_frozen`): the same actor
+  step for about a tenth less work.
+
+:class:`TrainFromSourceMixin` makes a learner's ``train()`` call :func:`train_from_source` and its
+exploration follow :class:`~her_wrap.sb3.exploration.RandomActionExploration`;
+:func:`train_from_source_class` builds that subclass once per learner class.
 
 .. note::
     Only the critic / Q loss is weighted: LaBER's paper derives its weights for the gradient of the TD
@@ -22,19 +31,20 @@ Example::
 
     model = SAC("MlpPolicy", env, learning_starts=100)
     model.learn(1_000)                  # fill the buffer
-    weighted_train(model, gradient_steps=64, batch_size=256, source=UniformSource(model.replay_buffer))
+    train_from_source(model, gradient_steps=64, batch_size=256, source=UniformSource(model.replay_buffer))
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import torch as th
 from stable_baselines3 import DQN, SAC, TD3
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.utils import polyak_update
 
 from her_wrap.sb3.critic_losses import (
@@ -53,7 +63,9 @@ from her_wrap.sb3.critic_losses import (
     update_options_of,
 )
 from her_wrap.sb3.distributed import joint_averager
+from her_wrap.sb3.exploration import RandomActionExploration
 from her_wrap.sb3.samples import Samples
+from her_wrap.sb3.update_options import UpdateOptions
 
 if TYPE_CHECKING:
     from her_wrap.sb3.batch_sources import BatchSource
@@ -319,7 +331,9 @@ def _train_td3(model: TD3, gradient_steps: int, batch_size: int, source: BatchSo
     model.logger.record("train/critic_loss", np.mean(critic_losses))
 
 
-def weighted_train(model: BaseAlgorithm, gradient_steps: int, batch_size: int, source: BatchSource) -> None:
+def train_from_source(
+    model: BaseAlgorithm, gradient_steps: int, batch_size: int, source: BatchSource
+) -> None:
     """Do ``gradient_steps`` gradient steps of ``model``'s algorithm with batches and weights from ``source``.
 
     A drop-in for ``model.train(gradient_steps, batch_size)``: same updates, counters and logger
@@ -349,3 +363,52 @@ def weighted_train(model: BaseAlgorithm, gradient_steps: int, batch_size: int, s
         _train_td3(model, gradient_steps, batch_size, source)
     else:
         raise unsupported_learner(model)
+
+
+class TrainFromSourceMixin(RandomActionExploration):
+    """Makes ``train()`` run :func:`train_from_source` on :attr:`batch_source` with :attr:`update_options`,
+    and makes exploration take random actions when those options ask for it.
+
+    With no source set, ``train()`` is the learner's own.
+    """
+
+    batch_source: BatchSource | None = None
+    update_options: UpdateOptions = UpdateOptions()
+
+    def train(self, gradient_steps: int, batch_size: int = 100) -> None:
+        if self.batch_source is None:
+            super().train(gradient_steps, batch_size)  # type: ignore[misc]
+            return
+        train_from_source(self, gradient_steps, batch_size, self.batch_source)  # type: ignore[arg-type]
+
+    def _excluded_save_params(self) -> list[str]:
+        # The source holds the replay buffer: never pickle it into the model zip. The options are saved
+        # by HER beside the model.
+        return [*super()._excluded_save_params(), "batch_source", "update_options"]
+
+
+_SOURCE_CLASSES: dict[type, type] = {}
+
+
+def has_stock_actor_critic_train(model_class: type) -> bool:
+    """Whether ``model_class`` trains with the unchanged ``train()`` of SAC, TQC, TD3 or DDPG.
+
+    :func:`train_from_source` with uniform batches takes the same steps as that ``train()`` for about a
+    tenth less work (the actor's backward pass skips the critic's weight gradients), so ``HER`` trains
+    such learners with it even when no option asks for it. A subclass with a ``train()`` of its own keeps
+    it (False), and so does DQN / QRDQN, whose step has no actor to spare work on.
+    """
+    stock = [SAC.train, TD3.train]  # DDPG inherits TD3's
+    if sb3_contrib is not None:
+        stock.append(sb3_contrib.TQC.train)
+    return getattr(model_class, "train", None) in stock
+
+
+def train_from_source_class(model_class: type[OffPolicyAlgorithm]) -> Any:
+    """The subclass of ``model_class`` with :class:`TrainFromSourceMixin` (one per learner class)."""
+    if model_class not in _SOURCE_CLASSES:
+        name = f"{model_class.__name__}FromSource"
+        _SOURCE_CLASSES[model_class] = type(
+            name, (TrainFromSourceMixin, model_class), {"__module__": __name__}
+        )
+    return _SOURCE_CLASSES[model_class]

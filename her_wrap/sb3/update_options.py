@@ -1,8 +1,10 @@
 """Options of HER's learner updates and exploration, from the HER paper's DDPG and its successors.
 
-Each is off by default; setting any of them makes HER train its learner with the weighted train step of
-:mod:`her_wrap.sb3.train_steps` (uniform batches when neither LaBER nor PER is asked for), which applies them.
-Importing this module imports neither torch nor stable-baselines3.
+Each is off by default. Setting any of them makes HER train its learner with
+:func:`~her_wrap.sb3.train_steps.train_from_source` (uniform batches when neither LaBER nor PER is asked
+for), which applies the update options, and explore with
+:class:`~her_wrap.sb3.exploration.RandomActionExploration`, which applies ``random_action_prob``.
+SBX (JAX) learners refuse them. Importing this module imports neither torch nor stable-baselines3.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 
 @dataclass(frozen=True)
 class UpdateOptions:
-    """How HER's learner updates differ from stock stable-baselines3 ``train()`` (nothing, by default).
+    """How HER's learner updates and exploration differ from stock stable-baselines3 (not at all, by default).
 
     :param clip_target: clip the critic's TD target to ``(low, high)``, the range the returns can take.
         For the -1 / 0 rewards of the goal envs (gymnasium-robotics, panda-gym, bit flipping) that is
@@ -73,10 +75,11 @@ class UpdateOptions:
 
     @property
     def is_default(self) -> bool:
-        """True when every option is off: the updates are stock stable-baselines3's.
+        """True when every option is off: the updates and exploration are stock stable-baselines3's.
 
-        HER may still run them through :func:`~her_wrap.sb3.train_steps.weighted_train` (for SAC, TQC, TD3
-        and DDPG it takes the same steps for less work).
+        The gradient steps are then those of stock ``train()``, whichever code takes them: HER still runs
+        SAC, TQC, TD3 and DDPG through :func:`~her_wrap.sb3.train_steps.train_from_source`, which takes the
+        same steps for less work (:func:`~her_wrap.sb3.train_steps.has_stock_actor_critic_train`).
         """
         return self == UpdateOptions()
 

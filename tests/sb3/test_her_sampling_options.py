@@ -53,11 +53,15 @@ def test_prioritized_training_reports_td_errors_after_every_gradient_step(tiny_l
     assert model.model._n_updates > 0 and updates == [32] * model.model._n_updates
 
 
-def test_the_sb3_batch_sources_still_expose_laber_variants_from_the_core() -> None:
+@pytest.mark.parametrize("variant", ["mean", "lazy", "max"])
+def test_the_laber_source_weights_with_the_core_functor_of_the_variant_asked_for(
+    variant, tiny_learner_kwargs
+):
     from her_wrap.core import laber
-    from her_wrap.sb3 import sources
 
-    assert sources.LABER_VARIANTS is laber.LABER_VARIANTS
+    options = {"laber": variant, "laber_m": 2}
+    source = her_model(DDPG, options, tiny_learner_kwargs()).model.batch_source
+    assert isinstance(source, LaBERSource) and source.variant is getattr(laber, f"LaBER{variant}")
 
 
 @pytest.mark.parametrize("option", [None, *OPTIONS])

@@ -14,8 +14,7 @@ import her_wrap.sb3.train_steps as train_steps
 from her_wrap import HER, BitFlippingEnv
 from her_wrap.sb3.batch_sources import UniformSource
 from her_wrap.sb3.critic_losses import td_abs
-from her_wrap.sb3.learner_mixin import WeightedTrainMixin
-from her_wrap.sb3.train_steps import weighted_train
+from her_wrap.sb3.train_steps import TrainFromSourceMixin, train_from_source
 from her_wrap.sb3.update_options import UpdateOptions
 
 
@@ -48,13 +47,13 @@ def test_no_option_keeps_the_learners_own_train_where_it_is_not_a_stock_actor_cr
 
 @pytest.mark.parametrize("model_class", [SAC, TD3, DDPG, TQC])
 def test_stock_actor_critics_train_with_the_lean_actor_step_on_uniform_batches(model_class):
-    """weighted_train takes stock train()'s steps with less work (tests/sb3/test_weighted.py)."""
+    """train_from_source takes stock train()'s steps with less work (tests/sb3/test_weighted.py)."""
     model = HER("MlpPolicy", BitFlippingEnv(n_bits=3, continuous=True), model_class)
-    assert isinstance(model.model, model_class) and isinstance(model.model, WeightedTrainMixin)
+    assert isinstance(model.model, model_class) and isinstance(model.model, TrainFromSourceMixin)
     assert type(model.model.batch_source) is UniformSource
 
 
-def test_an_option_switches_to_the_weighted_train_step_with_uniform_batches():
+def test_an_option_switches_to_train_from_source_with_uniform_batches():
     model = continuous_her(action_l2=1.0)
     assert isinstance(model.model.batch_source, UniformSource)
 
@@ -93,7 +92,7 @@ def test_action_l2_pulls_actions_towards_zero():
             if weight
             else continuous_her(DDPG, clip_target=(-100.0, 100.0))
         )
-        weighted_train(model.model, 200, 32, UniformSource(model.replay_buffer))
+        train_from_source(model.model, 200, 32, UniformSource(model.replay_buffer))
         observations = model.replay_buffer.sample(256).observations
         with th.no_grad():
             means.append(float(model.model.actor(observations).pow(2).mean()))
@@ -114,7 +113,7 @@ def test_without_random_actions_the_greedy_action_repeats():
 
 @pytest.mark.parametrize("model_class", [DDPG, SAC])
 def test_exploration_predicts_on_one_torch_thread_and_gives_the_threads_back(model_class, monkeypatch):
-    """DDPG predicts by the lean forward (her_wrap.sb3.fast_actor), SAC by its policy's predict."""
+    """DDPG predicts by the lean forward (her_wrap.sb3.exploration), SAC by its policy's predict."""
     import her_wrap.sb3.exploration as exploration
 
     model = continuous_her(model_class, random_action_prob=0.3)
@@ -176,7 +175,7 @@ def test_targets_move_once_per_cycle_when_asked(monkeypatch, per_cycle, expected
         "polyak_update",
         lambda params, targets, tau: moves.append(tau) or original(params, targets, tau),
     )
-    weighted_train(model.model, 5, 16, UniformSource(model.replay_buffer))
+    train_from_source(model.model, 5, 16, UniformSource(model.replay_buffer))
     # Two polyak calls per target update: the critic's parameters and the batch-norm statistics.
     assert len(moves) == 2 * expected
 

@@ -1,7 +1,7 @@
-"""Specification of the weighted train steps (her_wrap.sb3.train_steps).
+"""Specification of HER's train step and its weighted critic losses (her_wrap.sb3.train_steps).
 
 Each learner is trained briefly once per module (tiny nets, ~200 env steps) and deep-copied per test, so
-that a stock ``model.train()`` and ``weighted_train`` start from the same parameters, optimizer state and
+that a stock ``model.train()`` and ``train_from_source`` start from the same parameters, optimizer state and
 replay buffer. Both runs seed torch (sampled actions, TD3 noise) and numpy's global RNG (stable-baselines3
 buffers sample with ``np.random``) identically.
 """
@@ -26,7 +26,7 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from her_wrap.sb3.batch_sources import UniformSource
 from her_wrap.sb3.critic_losses import td_abs
 from her_wrap.sb3.samples import Samples
-from her_wrap.sb3.train_steps import weighted_train
+from her_wrap.sb3.train_steps import train_from_source
 
 BATCH_SIZE = 32
 GRADIENT_STEPS = 3
@@ -188,7 +188,7 @@ def seeded_sample(model: OffPolicyAlgorithm, batch_size: int = BATCH_SIZE) -> Sa
 def test_unweighted_steps_give_the_parameters_of_stock_train(name: str) -> None:
     stock, weighted = fresh(name), fresh(name)
     seeded(lambda: stock.train(gradient_steps=GRADIENT_STEPS, batch_size=BATCH_SIZE))
-    seeded(lambda: weighted_train(weighted, GRADIENT_STEPS, BATCH_SIZE, uniform(weighted)))
+    seeded(lambda: train_from_source(weighted, GRADIENT_STEPS, BATCH_SIZE, uniform(weighted)))
     assert differing(trainable_state(stock), trainable_state(weighted)) == []
 
 
@@ -205,7 +205,7 @@ def test_the_actor_step_computes_no_gradient_of_the_critic_weights(name: str) ->
     for parameter in model.critic.parameters():
         calls = shared if id(parameter) in actor_parameters else own
         parameter.register_hook(lambda grad, calls=calls: calls.append(1))
-    seeded(lambda: weighted_train(model, GRADIENT_STEPS, BATCH_SIZE, uniform(model)))
+    seeded(lambda: train_from_source(model, GRADIENT_STEPS, BATCH_SIZE, uniform(model)))
     own_parameters = sum(id(parameter) not in actor_parameters for parameter in model.critic.parameters())
     assert len(own) == GRADIENT_STEPS * own_parameters
     actor_steps = GRADIENT_STEPS if isinstance(model, SAC | TQC) else GRADIENT_STEPS // model.policy_delay
@@ -219,7 +219,7 @@ def test_unweighted_steps_log_what_stock_train_logs(name: str) -> None:
     """Same keys, losses and `train/n_updates` (TD3 counts inside its loop, the others after it)."""
     stock, weighted = fresh(name), fresh(name)
     seeded(lambda: stock.train(gradient_steps=GRADIENT_STEPS, batch_size=BATCH_SIZE))
-    seeded(lambda: weighted_train(weighted, GRADIENT_STEPS, BATCH_SIZE, uniform(weighted)))
+    seeded(lambda: train_from_source(weighted, GRADIENT_STEPS, BATCH_SIZE, uniform(weighted)))
     assert dict(weighted.logger.name_to_value) == pytest.approx(dict(stock.logger.name_to_value), abs=1e-6)
 
 
@@ -229,8 +229,8 @@ def test_unweighted_steps_log_what_stock_train_logs(name: str) -> None:
 @pytest.mark.parametrize("name", ALGORITHMS)
 def test_all_ones_weights_give_the_unweighted_update(name: str) -> None:
     ones, unweighted = fresh(name), fresh(name)
-    seeded(lambda: weighted_train(ones, GRADIENT_STEPS, BATCH_SIZE, WeightedUniform(ones, th.ones)))
-    seeded(lambda: weighted_train(unweighted, GRADIENT_STEPS, BATCH_SIZE, uniform(unweighted)))
+    seeded(lambda: train_from_source(ones, GRADIENT_STEPS, BATCH_SIZE, WeightedUniform(ones, th.ones)))
+    seeded(lambda: train_from_source(unweighted, GRADIENT_STEPS, BATCH_SIZE, uniform(unweighted)))
     assert differing(trainable_state(ones), trainable_state(unweighted)) == []
 
 
@@ -240,8 +240,8 @@ def test_non_uniform_weights_change_the_critic_update(name: str) -> None:
     reweighted, unweighted = fresh(name), fresh(name)
     batch = seeded_sample(reweighted)
     weights = th.linspace(0.0, 2.0, BATCH_SIZE)
-    seeded(lambda: weighted_train(reweighted, 1, BATCH_SIZE, FixedBatch(batch, weights)))
-    seeded(lambda: weighted_train(unweighted, 1, BATCH_SIZE, FixedBatch(batch, None)))
+    seeded(lambda: train_from_source(reweighted, 1, BATCH_SIZE, FixedBatch(batch, weights)))
+    seeded(lambda: train_from_source(unweighted, 1, BATCH_SIZE, FixedBatch(batch, None)))
     assert differing(critic_state(reweighted), critic_state(unweighted)) != []
 
 
@@ -272,9 +272,9 @@ def test_a_zero_weight_sample_does_not_change_the_critic_update(name: str) -> No
     batch, other = seeded_sample(original), sample(original)
     weights = th.linspace(0.5, 1.5, BATCH_SIZE)
     weights[0] = 0.0
-    seeded(lambda: weighted_train(original, 1, BATCH_SIZE, FixedBatch(batch, weights)))
+    seeded(lambda: train_from_source(original, 1, BATCH_SIZE, FixedBatch(batch, weights)))
     seeded(
-        lambda: weighted_train(
+        lambda: train_from_source(
             replaced, 1, BATCH_SIZE, FixedBatch(_replace_first_sample(batch, other), weights)
         )
     )
@@ -284,7 +284,7 @@ def test_a_zero_weight_sample_does_not_change_the_critic_update(name: str) -> No
 def test_weights_of_the_wrong_length_raise() -> None:
     model = fresh("DQN")
     with pytest.raises(ValueError, match="one weight per sample"):
-        weighted_train(model, 1, BATCH_SIZE, FixedBatch(seeded_sample(model), th.ones(BATCH_SIZE + 1)))
+        train_from_source(model, 1, BATCH_SIZE, FixedBatch(seeded_sample(model), th.ones(BATCH_SIZE + 1)))
 
 
 # --- |TD| ------------------------------------------------------------------------------------------------
@@ -356,7 +356,7 @@ def test_td_abs_leaves_the_networks_unchanged(name: str) -> None:
 def test_report_gets_one_finite_non_negative_td_per_sample_after_each_step(name: str) -> None:
     model = fresh(name)
     source = WeightedUniform(model, th.ones)
-    weighted_train(model, GRADIENT_STEPS, BATCH_SIZE, source)
+    train_from_source(model, GRADIENT_STEPS, BATCH_SIZE, source)
     assert [(td.shape, bool(np.all(np.isfinite(td))), bool(np.all(td >= 0))) for td in source.reports] == [
         ((BATCH_SIZE,), True, True)
     ] * GRADIENT_STEPS
@@ -369,16 +369,16 @@ def test_report_gets_the_td_abs_of_the_networks_before_the_step(name: str) -> No
     batch = seeded_sample(model)
     expected = td_abs(model, batch)
     source = FixedBatch(batch, None)
-    weighted_train(model, 1, BATCH_SIZE, source)
+    train_from_source(model, 1, BATCH_SIZE, source)
     np.testing.assert_allclose(source.reports[0], expected, atol=1e-6)
 
 
 # --- unsupported learners --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("call", [weighted_train, td_abs], ids=["weighted_train", "td_abs"])
+@pytest.mark.parametrize("call", [train_from_source, td_abs], ids=["train_from_source", "td_abs"])
 def test_ppo_is_rejected_with_the_supported_classes_and_the_fix(call: Callable[..., object]) -> None:
     ppo: BaseAlgorithm = PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=32, device="cpu")
-    args = (1, BATCH_SIZE, None) if call is weighted_train else (None,)
+    args = (1, BATCH_SIZE, None) if call is train_from_source else (None,)
     with pytest.raises(TypeError, match=r"does not support PPO.*DQN, QRDQN.*SAC, TQC.*TD3 and DDPG.*Fix:"):
         call(ppo, *args)

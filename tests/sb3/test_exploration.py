@@ -1,4 +1,4 @@
-"""The lean exploration forward of DDPG's and TD3's actors (her_wrap.sb3.fast_actor)."""
+"""The lean exploration forward of DDPG's and TD3's actors (her_wrap.sb3.exploration)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.td3.policies import TD3Policy
 
 from her_wrap import HER, BitFlippingEnv
-from her_wrap.sb3.fast_actor import actor_plan, exploration_actions
+from her_wrap.sb3.exploration import actor_plan, exploration_actions
 
 
 class OffsetGoalEnv(gym.Env):
