@@ -67,18 +67,15 @@ class HER(LearnerAttributes):
         (``"sac"``, ``"sbx.crossq"``)
     :param n_sampled_goal: with ``goal_selection_strategy`` and the keywords from ``online`` to ``beta``,
         the hindsight settings, each documented and checked by :class:`~her_wrap.HindsightSettings` (None:
-        its default). ``prioritized`` and ``laber`` make the learner train with HER's weighted train step;
+        its default). ``prioritized`` and ``laber`` make the learner train with HER's own (weighted) train step;
         PER's ``beta`` is annealed linearly to 1 over ``learn``
     :param store_infos: keep each step's info dict for ``compute_reward``: see :class:`~her_wrap.sb3.HerReplayBuffer`
     :param check_finite: refuse NaN or infinite env data before it is stored (see the same class)
     :param normalize: running mean/std normalization of observations and goals (``True``, or a dict of
-        ``VecNormalize`` arguments over :data:`DEFAULT_NORMALIZE_KWARGS`). HER wraps the goal env's dict
-        VecEnv (built here as ``DummyVecEnv`` of ``Monitor`` when given an env or id) in ``VecNormalize``
-        before flattening, so stored transitions stay raw and every batch, relabeled goals included, is
-        normalized at sample time with the statistics of its key (a relabeled goal goes where
-        ``desired_goal`` goes and gets ``desired_goal``'s). A ``VecNormalize`` passed in ``env`` is used
-        as it is (leave ``normalize`` False). Either way the statistics are saved in the model zip,
-        restored by :meth:`load` and applied by :meth:`predict` to the env's raw dict observations.
+        ``VecNormalize`` arguments over :data:`DEFAULT_NORMALIZE_KWARGS`). Stored transitions stay raw;
+        every batch, relabeled goals included (with ``desired_goal``'s statistics), is normalized at
+        sample time. A ``VecNormalize`` passed in ``env`` is used as it is (leave ``normalize`` False).
+        The statistics are saved in the model zip and applied by :meth:`predict` to raw dict observations.
     :param clip_target: clip the critic's TD target to the range of returns: ``True`` for the -1 / 0
         rewards of goal envs (``(-1 / (1 - gamma), 0)``), or a ``(low, high)`` pair. Off by default
     :param action_l2: weight of an L2 penalty on the actor's actions (0: off)
@@ -86,7 +83,7 @@ class HER(LearnerAttributes):
         (continuous-action learners; 0: off)
     :param target_update_per_cycle: move target networks once per ``train()`` call instead of after every
         gradient step (off by default). See :class:`~her_wrap.sb3.update_options.UpdateOptions` for these
-        four; any of them makes the learner train with HER's weighted train step
+        four; any of them makes the learner train with HER's own train step
     :param model_kwargs: everything else goes to the learner (``learning_rate``, ``buffer_size``,
         ``batch_size``, ``policy_kwargs``, ``seed``, ``verbose``...). ``policy_kwargs=dict(layer_norm=True)``
         builds DDPG's and TD3's networks with LayerNorm (:mod:`her_wrap.sb3.policies`)
