@@ -27,13 +27,13 @@ test-slow: $(STAMP)
 	$(PY) -m pytest -m slow $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check her_wrap tests scripts
-	$(VENV)/bin/ruff format --check her_wrap tests scripts
+	$(VENV)/bin/ruff check her_wrap tests scripts lab
+	$(VENV)/bin/ruff format --check her_wrap tests scripts lab
 	$(VENV)/bin/mypy her_wrap
 
 format: $(STAMP)
-	$(VENV)/bin/ruff format her_wrap tests scripts
-	$(VENV)/bin/ruff check --fix her_wrap tests scripts
+	$(VENV)/bin/ruff format her_wrap tests scripts lab
+	$(VENV)/bin/ruff check --fix her_wrap tests scripts lab
 
 bench: $(STAMP)
 	$(PY) scripts/bench_replay.py

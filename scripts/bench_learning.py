@@ -43,8 +43,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from her_wrap.runs.doc_sections import machine_note as machine_note_of
-from her_wrap.runs.doc_sections import write_section as write_doc_section
+import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
+
+from lab.doc_sections import machine_note as machine_note_of
+from lab.doc_sections import write_section as write_doc_section
 
 EVAL_SEED = (
     10_000  # evaluation episodes start from EVAL_SEED + seed: the same episodes for both implementations

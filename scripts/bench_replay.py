@@ -44,9 +44,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 import numpy as np
 
-from her_wrap.runs.doc_sections import machine_note
+from lab.doc_sections import machine_note
 
 OBS_DIM, GOAL_DIM, ACTION_DIM = 25, 3, 4
 STATE_DIM = OBS_DIM + GOAL_DIM  # cpprb-style state: the observation with the achieved goal appended

@@ -50,6 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 import numpy as np
 import torch as th
 import torch.distributed as dist
@@ -313,7 +314,7 @@ def throughput_runs() -> list[tuple[str, list[str], int]]:
     The 2-worker runs are the manipulation rows' workers variants (``scripts/robotics_results.py``), which
     keep the entry's env steps, rows and random steps per gradient step.
     """
-    from her_wrap.runs.experiments import VARIANT_WORKERS, VARIANTS
+    from lab.experiments import VARIANT_WORKERS, VARIANTS
 
     runs = [("1 worker x 2 threads", ["--num-threads", "2"], 1)]
     for label, variant, binding in (

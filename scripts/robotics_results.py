@@ -1,9 +1,10 @@
-"""Reproduce the robotics results of ``docs/robotics.md``: HER on the Fetch and Panda goal tasks.
+"""Reproduce the robotics results of ``docs/results.md`` and the research log's ``docs/research/robotics.md``:
+HER on the Fetch and Panda goal tasks.
 
 Every run trains one learner on one seed, evaluates greedy success on fresh episodes along the way (the
 curve, against env steps and against wall-clock minutes of training) and at the end on 100 fresh episodes
 (the figure of the table), and merges its record into a JSON file; ``report`` turns that file into the
-tables of ``docs/robotics.md`` and PNG curves. Three kinds of task:
+tables of those pages and README.md, and PNG curves. Three kinds of task:
 
 - reach tasks, from :mod:`her_wrap.runs.presets` (``--set key=value`` overrides a setting: YAML values,
   dotted keys for nested dicts, ``--set policy_kwargs.net_arch=[64,64]``; tuning runs should go to another
@@ -62,6 +63,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 import torch as th
 from stable_baselines3 import DDPG, SAC
 
@@ -71,9 +73,11 @@ from her_wrap.runs import presets
 from her_wrap.runs.arguments import default_config_path
 from her_wrap.runs.callbacks import SuccessEvalCallback
 from her_wrap.runs.config import load_run_config
-from her_wrap.runs.doc_sections import replace_section
 from her_wrap.runs.errors import UsageError
-from her_wrap.runs.experiments import (
+from her_wrap.runs.model_factory import make_action_noise
+from her_wrap.runs.zoo_translation import parse_override_value, set_in
+from lab.doc_sections import replace_section
+from lab.experiments import (
     ENTRY_TASKS,
     REFERENCE_TASKS,
     VARIANTS,
@@ -87,8 +91,7 @@ from her_wrap.runs.experiments import (
     variant_argument,
     zoo_entry,
 )
-from her_wrap.runs.model_factory import make_action_noise
-from her_wrap.runs.results import (
+from lab.results import (
     group_records,
     load_results,
     manipulation_table,
@@ -97,13 +100,16 @@ from her_wrap.runs.results import (
     record_label,
     save_record,
 )
-from her_wrap.runs.row_renames import rename_entry_rows
-from her_wrap.runs.zoo_translation import parse_override_value, set_in
+from lab.row_renames import rename_entry_rows
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = ROOT / "docs" / "robotics_results.json"
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
+#: The user page of results (the shipped entries' table, the reach table) and the research log's page
+#: (every row, variants included).
+RESULTS_PAGE = DOCS / "results.md"
+RESEARCH_PAGE = DOCS / "research" / "robotics.md"
 
 
 @dataclass(frozen=True)
@@ -367,7 +373,7 @@ def plot_curves(path: pathlib.Path, title: str, groups: list[list[dict[str, Any]
 
 
 def command_report(args: argparse.Namespace) -> None:
-    from her_wrap.runs.results import by_task
+    from lab.results import by_task
 
     groups = group_records(load_results(args.results))
     tables = {
@@ -384,11 +390,17 @@ def command_report(args: argparse.Namespace) -> None:
             plot_curves(DOCS / f"robotics_{label}.png", title, [records], minutes=False)
     for env_id, env_groups in by_task(groups).items():
         plot_curves(DOCS / f"robotics_{env_id.split('-')[0].lower()}.png", env_id, env_groups, minutes=True)
-    page = DOCS / "robotics.md"
-    text = replace_section(page.read_text(), TABLE_START, TABLE_END, tables["reach"])
-    page.write_text(replace_section(text, MANIPULATION_START, MANIPULATION_END, tables["manipulation"]))
-    README.write_text(replace_section(README.read_text(), README_START, README_END, tables["readme"]))
-    print(f"wrote the tables into {page} and {README}")
+    sections = {
+        RESULTS_PAGE: [(TABLE_START, TABLE_END, "reach"), (README_START, README_END, "readme")],
+        RESEARCH_PAGE: [(MANIPULATION_START, MANIPULATION_END, "manipulation")],
+        README: [(README_START, README_END, "readme")],
+    }
+    for page, parts in sections.items():
+        text = page.read_text()
+        for start, end, table in parts:
+            text = replace_section(text, start, end, tables[table])
+        page.write_text(text)
+    print(f"wrote the tables into {', '.join(str(page) for page in sections)}")
 
 
 def main() -> None:
@@ -468,7 +480,7 @@ def main() -> None:
     rename = commands.add_parser(
         "rename",
         help="rename a manipulation task's rows once its shipped entry makes a variant's change: rows that "
-        "ran it become the entry's, the others take --previous (her_wrap.runs.row_renames)",
+        "ran it become the entry's, the others take --previous (lab.row_renames)",
     )
     rename.add_argument("task", choices=sorted(ENTRY_TASKS))
     rename.add_argument(
@@ -484,7 +496,9 @@ def main() -> None:
     rename.set_defaults(handler=command_rename)
     report = commands.add_parser("report", help="print the results tables and write PNG curves under docs/")
     report.add_argument(
-        "--write", action="store_true", help="replace the tables in docs/robotics.md and README.md"
+        "--write",
+        action="store_true",
+        help="replace the tables in docs/results.md, docs/research/robotics.md and README.md",
     )
     report.set_defaults(handler=command_report)
     args = parser.parse_args()

@@ -92,7 +92,7 @@ def check_script_options(argv: list[str], where: str) -> None:
 
 def check_variant(task_name: str, variant: str, where: str) -> None:
     """A ``robotics_results.py SUBCOMMAND TASK --variant V`` names known variants that apply to TASK's entry."""
-    from her_wrap.runs import experiments
+    from lab import experiments
 
     task = experiments.ENTRY_TASKS.get(task_name)
     try:

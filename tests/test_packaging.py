@@ -24,7 +24,8 @@ from her_wrap.runs.yaml_io import load_yaml_file
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED_CONFIG = REPO / "configs" / "her.yml"
 # What a wheel is built from (pyproject.toml names README.md as the long description).
-SOURCES = ["pyproject.toml", "README.md", "her_wrap", "configs"]
+# lab/ is copied too: the wheel built from these sources must leave it out.
+SOURCES = ["pyproject.toml", "README.md", "her_wrap", "configs", "lab"]
 
 
 def report(completed: subprocess.CompletedProcess[str]) -> str:
@@ -118,6 +119,16 @@ def dist_info(wheel: Path) -> str:
 def test_wheel_holds_no_tests_or_scripts(wheel: Path, wheel_names: list[str]) -> None:
     top_level = {name.split("/")[0] for name in wheel_names}
     assert top_level == {"her_wrap", dist_info(wheel)}
+
+
+LAB_MODULES = ("experiments.py", "results.py", "row_renames.py", "doc_sections.py")
+
+
+def test_wheel_holds_none_of_the_lab(wheel_names: list[str]) -> None:
+    """The experiments, result records, tables and doc sections of the project's own results (``lab/``,
+    built from the same sources) stay out of what users install."""
+    assert (REPO / "lab" / "experiments.py").is_file()
+    assert [name for name in wheel_names if name.startswith("lab/") or name.endswith(LAB_MODULES)] == []
 
 
 def test_wheel_declares_the_her_wrap_command(wheel: Path) -> None:

@@ -15,11 +15,8 @@ One job per module:
 - training: :mod:`~her_wrap.runs.callbacks` (greedy evaluations with :mod:`her_wrap.sb3.evaluation`);
 - the subcommands: :mod:`~her_wrap.runs.train`, :mod:`~her_wrap.runs.enjoy`, :mod:`~her_wrap.runs.plot`,
   :mod:`~her_wrap.runs.optimize` (with :mod:`~her_wrap.runs.search_spaces`), and
-  :mod:`~her_wrap.runs.cli`, which dispatches to them and turns :class:`~her_wrap.runs.errors.UsageError`
-  into one line and exit status 2;
-- experiments over seeds: :mod:`~her_wrap.runs.experiments` (tasks, one-change variants, their runs),
-  :mod:`~her_wrap.runs.results` (result records and their tables: each seed, median, worst),
-  :mod:`~her_wrap.runs.doc_sections` (generated sections of markdown pages, the machine note).
+  :mod:`~her_wrap.runs.cli`, which dispatches to them and turns the errors of
+  :mod:`~her_wrap.runs.errors` into one line and a documented exit status.
 
 Importing this package imports neither torch nor stable-baselines3; the subcommands do, when they run.
 """

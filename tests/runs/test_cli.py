@@ -261,7 +261,7 @@ def test_a_resumed_run_is_read_across_both_run_folders(tmp_path: Path) -> None:
     replay buffer is not the same run, and is refused."""
     from her_wrap.runs.checkpoints import checkpoint_paths
     from her_wrap.runs.errors import UsageError
-    from her_wrap.runs.experiments import EntryTask, check_run
+    from lab.experiments import EntryTask, check_run
 
     command = (
         "train",

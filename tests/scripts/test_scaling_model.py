@@ -103,7 +103,7 @@ def test_fit_leaves_the_joint_figure_out(measure_scaling) -> None:
 def test_every_throughput_run_keeps_the_entrys_env_steps_rows_and_random_steps_per_update(
     measure_scaling,
 ) -> None:
-    from her_wrap.runs.experiments import VARIANT_WORKERS, VARIANTS
+    from lab.experiments import VARIANT_WORKERS, VARIANTS
 
     # The 2-worker runs are the variants whose data per update tests/runs/test_robotics_results.py holds
     # equal to the entry's (env steps, rows and random steps per gradient step).

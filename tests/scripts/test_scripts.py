@@ -11,10 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from her_wrap.runs import results
+from lab import results
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = sorted((ROOT / "scripts").glob("*.py"))
+#: The scripts a user runs (``_repository.py`` is imported by them, never run).
+SCRIPTS = sorted(path for path in (ROOT / "scripts").glob("*.py") if not path.name.startswith("_"))
 RESULTS_FILE = ROOT / "docs" / "robotics_results.json"
 
 

@@ -10,7 +10,7 @@ every row of the results file still says which command trains it::
     python scripts/robotics_results.py rename panda-push-ddpg --promoted movement+budget-440k \
         --previous no-movement+budget-600k
 
-Run it after the entry (``configs/her.yml``) and its task (:data:`~her_wrap.runs.experiments.ENTRY_TASKS`)
+Run it after the entry (``configs/her.yml``) and its task (:data:`~lab.experiments.ENTRY_TASKS`)
 have changed: it refuses a change that the shipped entry does not make yet.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 from her_wrap.runs.config import load_run_config
 from her_wrap.runs.errors import UsageError
-from her_wrap.runs.experiments import (
+from lab.experiments import (
     EntryTask,
     budget_of,
     entry_differences,
@@ -29,7 +29,7 @@ from her_wrap.runs.experiments import (
     variant_budget,
     variant_overrides,
 )
-from her_wrap.runs.results import record_label
+from lab.results import record_label
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def rename_entry_rows(
     order of rows, stay as they are.
 
     :param results: the records of a results file, keyed ``LABEL/SEED`` (not changed)
-    :param task: the task as it now is (:data:`~her_wrap.runs.experiments.ENTRY_TASKS`)
+    :param task: the task as it now is (:data:`~lab.experiments.ENTRY_TASKS`)
     :param promoted: the variant the entry now ships (one name, or several joined by ``+``)
     :param previous: the variant that gives the entry before, from the entry as it now is; needed when
         any row did not run ``promoted``

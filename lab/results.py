@@ -143,7 +143,7 @@ def recipe_name(record: Record) -> str:
     recipe = f"HER({record['learner']}), `configs/{record.get('config', DEFAULT_CONFIG.name)}`"
     if record.get("workers", 1) > 1:
         recipe += f" on {record['workers']} workers"
-    from her_wrap.runs.experiments import variant_budget  # here: experiments loads the learners (torch)
+    from lab.experiments import variant_budget  # here: experiments loads the learners (torch)
 
     budget = variant_budget(record.get("variant"))
     changes = [*record.get("overrides", ()), *([f"-n {budget}"] if budget is not None else [])]

@@ -5,7 +5,7 @@ A row of the manipulation table is ``her-wrap train`` with the shipped ``configs
 by ``+`` combine their changes), one run per seed; the reference rows run stable-baselines3's own learner and ``HerReplayBuffer`` with
 rl-baselines3-zoo's entry for the task (:data:`REFERENCE_TASKS`). :func:`check_shipped_entry` makes sure a
 recorded run folder ran the row's recipe, and :func:`record_entry_run` turns such a folder into a result
-record (see :mod:`her_wrap.runs.results`).
+record (see :mod:`lab.results`).
 """
 
 from __future__ import annotations
@@ -171,16 +171,17 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "no-grasp-start": ("grasp_start:null",),
     # Two workers of one torch thread each (VARIANT_WORKERS), the recipe's data per update kept: each
     # worker steps 1 env and samples 1024 rows, so a cycle is still 500 env steps in all and a gradient step
-    # still averages 2048 rows.
-    "workers-2": ("n_envs:1", "batch_size:1024", "learning_starts:500"),
+    # still averages 2048 rows (``workers:2``: the settings given are each worker's, as her-wrap would
+    # otherwise divide the entry's train_freq too).
+    "workers-2": ("n_envs:1", "batch_size:1024", "learning_starts:500", "workers:2"),
     # The same data per update as workers-2, each worker stepping the entry's 2 envs in lockstep for half
     # as many steps per cycle (train_freq 125 x 2 envs x 2 workers = 500 env steps): one exploration
     # forward pass and one pass of the collection loop per 2 env steps, as in one worker.
     "workers-2-envs-2": ("batch_size:1024", "learning_starts:500", "train_freq:[125,step]"),
     # Two workers that each keep the whole recipe, as in the HER paper's regime: a cycle gathers 2 x 500 env
     # steps for the same 20 gradient steps, each averaging 2 x 2048 rows (half the updates per env step on
-    # twice the batch).
-    "workers-2-paper": (),
+    # twice the batch; ``workers:2`` keeps her-wrap from dividing the entry among the workers).
+    "workers-2-paper": ("workers:2",),
 }
 
 #: The variants that train on several workers (``her-wrap train --workers N``), by name: N.

@@ -1,4 +1,4 @@
-"""The manipulation experiments and their tables (:mod:`her_wrap.runs.experiments`, :mod:`her_wrap.runs.results`).
+"""The manipulation experiments and their tables (:mod:`lab.experiments`, :mod:`lab.results`).
 
 A manipulation row must be the shipped ``configs/her.yml`` entry (or a named variant of it) run with the
 row's command; these tests build run folders as ``her-wrap train`` writes them and check which are taken.
@@ -8,18 +8,25 @@ The tables show every seed on its own, then the median and the worst seed.
 from __future__ import annotations
 
 import pathlib
+import zipfile
 from typing import Any
 
 import numpy as np
 import pytest
 
-from her_wrap.runs import experiments, results
 from her_wrap.runs.arguments import default_config_path
 from her_wrap.runs.config import load_run_config
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.yaml_io import load_yaml_file, write_yaml_file
+from lab import experiments, results
 
 RESULTS_FILE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "robotics_results.json"
+
+
+def write_agent_zip(path: pathlib.Path) -> None:
+    """A stand-in for an agent's zip, with the ``data`` member every saved agent has."""
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("data", "{}")
 
 
 def fake_run(
@@ -192,7 +199,9 @@ def test_a_workers_variant_splits_the_budget_and_schedules_among_the_workers() -
     assert experiments.variant_workers("workers-2") == experiments.variant_workers("td3+workers-2") == 2
     assert experiments.variant_workers(None) == experiments.variant_workers("td3") == 1
     arguments = task.train_arguments(0, experiments.variant_overrides("workers-2"), workers=2)
-    options = dict(zip(arguments[:-4:2], arguments[1:-4:2], strict=True))
+    cut = arguments.index("-params")
+    options = dict(zip(arguments[:cut:2], arguments[1:cut:2], strict=True))
+    assert "workers:2" in arguments[cut:]  # each worker takes the settings as given, undivided
     assert options["-n"] == str(task.steps // 2) and options["--eval-freq"] == str(task.eval_freq // 2)
     assert options["--save-freq"] == str(experiments.ENTRY_SAVE_FREQ // 2) and options["--workers"] == "2"
     assert "--workers" not in task.train_arguments(0)
@@ -214,7 +223,8 @@ def test_a_run_on_two_workers_is_taken_only_as_the_workers_variant(tmp_path: pat
 
 def test_a_workers_variant_keeps_the_entry_or_changes_it_and_always_sets_the_workers() -> None:
     assert experiments.VARIANT_WORKERS and set(experiments.VARIANT_WORKERS) <= set(experiments.VARIANTS)
-    assert experiments.variant_overrides("workers-2-paper") == ()
+    # Each worker takes the whole entry: her-wrap is told not to divide it among the workers.
+    assert experiments.variant_overrides("workers-2-paper") == ("workers:2",)
     assert experiments.variant_workers("workers-2-paper") == 2
 
 
@@ -412,7 +422,7 @@ def test_a_stopped_run_gives_its_curve_and_the_command_that_reproduces_it(tmp_pa
 def test_a_stopped_run_without_the_checkpoint_asked_for_names_the_ones_it_has(tmp_path: pathlib.Path) -> None:
     task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
     run_dir = _stopped_run(tmp_path, None)
-    (run_dir / "rl_model_20000_steps.zip").write_bytes(b"")
+    write_agent_zip(run_dir / "rl_model_20000_steps.zip")
     with pytest.raises(UsageError, match=r"no checkpoint at 40000 steps; checkpoints: 20000$"):
         experiments.stopped_run_record("fetch-push-ddpg", task, run_dir, checkpoint=40_000)
 
@@ -484,7 +494,7 @@ def test_a_budget_evaluates_every_recorded_seeds_checkpoint_beside_its_final_age
 
 def test_a_budget_names_what_is_missing(tmp_path: pathlib.Path) -> None:
     run_dir = _stopped_run(tmp_path, None)
-    (run_dir / "rl_model_20000_steps.zip").write_bytes(b"")
+    write_agent_zip(run_dir / "rl_model_20000_steps.zip")
     with pytest.raises(UsageError, match="no recorded seed of fetch-push-ddpg\\+td3"):
         experiments.budget_record("fetch-push-ddpg", [], [20_000], "td3")
     with pytest.raises(UsageError, match="is gone"):
@@ -554,7 +564,7 @@ def _resumed_run(
         train_seconds=[50.0, 101.0, 150.0],
     )
     for steps in (20_000, 40_000):
-        (first / f"rl_model_{steps}_steps.zip").write_bytes(b"")
+        write_agent_zip(first / f"rl_model_{steps}_steps.zip")
     second = fake_run(tmp_path / "second", shipped_entry(task.steps))
     args_path = second / "FetchPush-v4" / "args.yml"
     args = {
@@ -570,7 +580,7 @@ def _resumed_run(
         successes=[[1, 0], [1, 1]],
         train_seconds=[30.0, 62.0],
     )
-    (second / "rl_model_60000_steps.zip").write_bytes(b"")
+    write_agent_zip(second / "rl_model_60000_steps.zip")
     return first, second
 
 
@@ -602,7 +612,7 @@ def test_a_resumed_run_is_refused_when_its_parts_do_not_join(tmp_path: pathlib.P
         np.savez(first / "evaluations.npz", timesteps=[40_000], successes=[[1, 1]], train_seconds=[90.0])
         experiments.check_run(task, run)
     first, best = _resumed_run(tmp_path / "best")
-    (first / "best_model.zip").write_bytes(b"")
+    write_agent_zip(first / "best_model.zip")
     args_path = best / "FetchPush-v4" / "args.yml"
     write_yaml_file(args_path, {**load_yaml_file(args_path), "trained_agent": str(first / "best_model.zip")})
     with pytest.raises(UsageError, match=r"best_model\.zip, not a checkpoint of that run"):

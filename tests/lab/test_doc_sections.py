@@ -1,4 +1,4 @@
-"""Generated sections of markdown pages and the machine note (:mod:`her_wrap.runs.doc_sections`)."""
+"""Generated sections of markdown pages and the machine note (:mod:`lab.doc_sections`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from her_wrap.runs.doc_sections import machine_note, replace_section, write_section
+from lab.doc_sections import machine_note, replace_section, write_section
 
 START, END = "<!-- table: start -->", "<!-- table: end -->"
 

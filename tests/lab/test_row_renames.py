@@ -1,4 +1,4 @@
-"""Renaming a task's result rows when its shipped entry takes a variant's change (:mod:`her_wrap.runs.row_renames`)."""
+"""Renaming a task's result rows when its shipped entry takes a variant's change (:mod:`lab.row_renames`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from her_wrap.runs.errors import UsageError
-from her_wrap.runs.experiments import ENTRY_TASKS
-from her_wrap.runs.row_renames import rename_entry_rows
+from lab.experiments import ENTRY_TASKS
+from lab.row_renames import rename_entry_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The PandaPush task with a budget of 600k env steps, and as it is once a 440k budget ships (the entry's

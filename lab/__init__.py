@@ -1,0 +1,8 @@
+"""The lab: what produces her_wrap's own published results, outside the installed package.
+
+Seeded multi-run experiments over the shipped config entries and their one-change variants
+(:mod:`lab.experiments`), their result records and tables (:mod:`lab.results`), renaming the rows of a
+task when its entry takes a variant's change (:mod:`lab.row_renames`), and the generated sections of the
+docs pages with the machine note of a measurement (:mod:`lab.doc_sections`). It uses her_wrap's public
+API as any user script does; ``scripts/`` runs it from the repository root.
+"""
