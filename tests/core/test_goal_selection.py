@@ -94,14 +94,6 @@ def test_the_standalone_module_warns_and_gives_the_same_buffer():
     assert HindsightReplayBuffer.__module__ == "her_wrap.core.hindsight_replay_buffer"
 
 
-@pytest.mark.parametrize("name", ["GoalSource", "parse_goal_mix"])
-def test_names_that_left_settings_warn_and_still_work(name):
-    settings_module = importlib.import_module("her_wrap.core.settings")
-    with pytest.warns(DeprecationWarning, match=f"{name} moved: import it from her_wrap.core.goal_selection"):
-        moved = getattr(settings_module, name)
-    assert moved is getattr(goal_selection, name)
-
-
 def test_old_storage_names_still_import_from_storage():
     from her_wrap.core import fields, storage, storage_writes
 
