@@ -8,11 +8,12 @@ calls :func:`add_n_step_returns` (its rewards recomputed by ``reward_fn``) and t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
+    from her_wrap.core.replay import RewardFn, TerminatedFn
     from her_wrap.core.storage import EpisodeStorage
 
 StepFn = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray | None]]
@@ -59,10 +60,6 @@ def n_step_window(
     return taken
 
 
-GoalRewardFn = Callable[[np.ndarray, np.ndarray, Any], np.ndarray]
-"""``fn(achieved_goal, desired_goal, infos) -> values``, vectorized over a batch."""
-
-
 def add_n_step_returns(
     batch: dict[str, np.ndarray],
     storage: EpisodeStorage,
@@ -77,8 +74,8 @@ def add_n_step_returns(
     achieved_goal_key: str,
     desired_goal_key: str,
     goal_in_observation: bool,
-    reward_fn: GoalRewardFn | None,
-    terminated_fn: GoalRewardFn | None,
+    reward_fn: RewardFn | None,
+    terminated_fn: TerminatedFn | None,
     goal_of: Callable[[np.ndarray], np.ndarray],
 ) -> None:
     """Turn a batch of one-step samples into n-step ones, for each sample's own (relabeled or original) goal.
