@@ -1,6 +1,6 @@
 """The numpy-only core. Nothing here imports a deep-learning framework or gymnasium.
 
-- ``storage`` (with ``fields``, ``storage_writes``): episodes in a ring, one row per step and env column;
+- ``storage`` (with ``storage_writes``): episodes in a ring, one row per step and env column, and their fields;
 - ``goal_selection``: the strategies, the goal sources of a goal mix, and the draws of goal rows;
 - ``settings``: :class:`HindsightSettings`, every hindsight option parsed once;
 - ``replay``: :class:`HindsightReplay`, the engine: storage, a sampler, relabeling, n-step returns;

@@ -94,16 +94,6 @@ def test_the_standalone_module_warns_and_gives_the_same_buffer():
     assert HindsightReplayBuffer.__module__ == "her_wrap.core.hindsight_replay_buffer"
 
 
-def test_old_storage_names_still_import_from_storage():
-    from her_wrap.core import fields, storage, storage_writes
-
-    assert (storage.FieldSpec, storage.FieldGroup, storage.AddReport) == (
-        fields.FieldSpec,
-        fields.FieldGroup,
-        storage_writes.AddReport,
-    )
-
-
 def test_a_buffer_shows_its_settings_fields_read_only():
     buffer = HindsightReplayBuffer(
         20,
