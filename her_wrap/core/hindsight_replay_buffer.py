@@ -38,15 +38,20 @@ from her_wrap.core.cpprb_arguments import (
     DONE,
     GOAL,
     REWARD,
+    StagedEpisode,
     check_buffer_arguments,
+    check_compact,
     cpprb_layout,
+    episode_goals,
     parse_nstep,
 )
 from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.core.n_step import n_step_window
-from her_wrap.core.replay import HindsightReplay, check_batch_size
-from her_wrap.core.settings import HindsightSettings, SettingsField
-from her_wrap.core.staged_episode import StagedEpisode, check_compact, episode_goals
+from her_wrap.core.replay import HindsightReplay
+from her_wrap.core.settings import HindsightSettings, SettingsField, check_positive_int
+
+#: The hindsight defaults (:class:`HindsightSettings`), which this buffer's signature shows.
+_DEFAULTS = HindsightSettings()
 
 CpprbRewardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 """``reward_func(next_state, action, goal) -> rewards``, batched over a leading dimension (cpprb's signature)."""
@@ -111,17 +116,23 @@ class HindsightReplayBuffer:
     :param state: name of the state field in ``env_dict``
     :param action: name of the action field
     :param next_state: name of the next-state field (same shape and dtype as ``state``)
+    The hindsight parameters keep cpprb's names and map onto :class:`~her_wrap.HindsightSettings`, whose
+    docstring is their reference: ``strategy`` is ``goal_selection_strategy``, ``additional_goals`` is
+    ``n_sampled_goal``; ``online``, ``goal_mix`` and ``alpha`` keep their names. Their defaults are the
+    settings' own (cpprb's are the same: ``future``, 4, 0.6); two defaults are cpprb's where its API differs
+    from the settings: ``prioritized=True`` (the settings default to uniform draws) and ``eps=1e-4``.
+
     :param strategy: ``"future"``, ``"final"``, ``"episode"`` or ``"random"`` (any case)
     :param additional_goals: ``k``, relabeled goals per real one (>= 0)
     :param prioritized: proportional prioritized replay (Schaul et al. 2016); new transitions get the
-        highest priority seen so far
+        highest priority seen so far (True by default, as cpprb)
     :param online: relabel at sample time (True) or freeze the goals at episode end (False, as cpprb)
     :param compact: store the state once per row (see the note)
     :param seed: seed or ``np.random.Generator`` for every random draw
     :param goal_mix: relabeled goals from several sources with shares (``{"future": 0.8, "desired": 0.2}``;
         ``desired``: the goals given to ``on_episode_end`` for other episodes); replaces ``strategy``
-        (online only; see :class:`~her_wrap.HindsightSettings`)
-    :param alpha: priority exponent (cpprb's default 0.6)
+        (online only)
+    :param alpha: priority exponent
     :param eps: added to priorities before the exponent (cpprb's default 1e-4)
     :param kwargs: ``default_dtype`` (cpprb's, float32 by default) for fields that name no dtype, and
         ``Nstep`` (cpprb's ``{"size": n, "gamma": 0.99, "rew": "rew", "next": next_state}``): n-step
@@ -140,14 +151,14 @@ class HindsightReplayBuffer:
         state: str = "obs",
         action: str = "act",
         next_state: str = "next_obs",
-        strategy: str | GoalSelectionStrategy = "future",
-        additional_goals: int = 4,
+        strategy: str | GoalSelectionStrategy = _DEFAULTS.goal_selection_strategy,
+        additional_goals: int = _DEFAULTS.n_sampled_goal,
         prioritized: bool = True,
-        online: bool = True,
+        online: bool = _DEFAULTS.online,
         compact: bool = True,
         seed: int | np.random.Generator | None = None,
         goal_mix: Mapping[str, float] | None = None,
-        alpha: float = 0.6,
+        alpha: float = _DEFAULTS.alpha,
         eps: float = 1e-4,
         **kwargs: Any,
     ) -> None:
@@ -265,11 +276,12 @@ class HindsightReplayBuffer:
         self._staged.clear()
 
     # ------------------------------------------------------------------ sampling
-    def sample(self, batch_size: int, beta: float = 0.4) -> dict[str, np.ndarray]:
+    def sample(self, batch_size: int, beta: float | None = None) -> dict[str, np.ndarray]:
         """Draw a batch with replacement; a share ``k / (k + 1)`` carries goals relabeled in hindsight.
 
         :param batch_size: rows to draw (> 0)
-        :param beta: importance-sampling exponent in ``[0, 1]`` (prioritized only; ignored otherwise)
+        :param beta: importance-sampling exponent in ``[0, 1]`` (prioritized only; ignored otherwise);
+            ``settings.beta`` (0.4, cpprb's default) when None
         :return: new arrays ``(batch_size, *shape)``: every ``env_dict`` field, ``rew`` (float32 by default,
             ``(batch_size, 1)``, from ``reward_func``), ``goal``, and when prioritized ``weights`` and
             ``indexes``. ``weights`` (float32) are importance weights normalized by the largest one *in this
@@ -279,7 +291,7 @@ class HindsightReplayBuffer:
         :raises ValueError: for ``batch_size <= 0``, an empty buffer, or a ``reward_func`` that does not
             return one reward per row
         """
-        batch_size = check_batch_size(batch_size)
+        batch_size = check_positive_int(batch_size, "batch_size")
         if self.get_stored_size() == 0:
             raise ValueError(
                 "Cannot sample: no episode is stored yet; call on_episode_end(goal) after adding an episode's steps."

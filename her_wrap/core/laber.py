@@ -22,29 +22,23 @@ large batch, ``idx`` the drawn positions):
 The signature is cpprb's, ``LaBERmean(batch_size, m=4, *, eps=1e-6)``, with its defaults and the values
 it accepts (``eps=0`` included), plus a keyword-only ``seed``: cpprb code keeps working after changing
 the import.
+
+.. note::
+    ``batch_size`` and ``m`` follow the core's one rule for counts
+    (:func:`~her_wrap.core.settings.check_positive_int`): an integral float such as ``32.0``, which
+    cpprb truncates with ``int()``, is refused with the fix (pass ``int(32.0)``).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from her_wrap.core.settings import LaBERVariant
+from her_wrap.core.settings import LaBERVariant, check_positive_int, is_real
 
 _RESERVED_KEYS = ("weights", "indexes")
-
-
-def _check_positive_int(value: Any, name: str) -> int:
-    # An integral float (32.0) is accepted, as cpprb's int(batch_size) does; 32.5 is not silently truncated.
-    integral = isinstance(value, (int, np.integer)) or (
-        isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer()
-    )
-    if isinstance(value, bool) or not integral or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
-    return int(value)
 
 
 class LaBER(ABC):
@@ -70,11 +64,9 @@ class LaBER(ABC):
         eps: float = 1e-6,
         seed: int | np.random.Generator | None = None,
     ) -> None:
-        self.batch_size = _check_positive_int(batch_size, "batch_size")
-        self.m = _check_positive_int(m, "m")
-        if isinstance(eps, bool) or not (
-            isinstance(eps, (int, float, np.integer, np.floating)) and np.isfinite(eps) and eps >= 0
-        ):
+        self.batch_size = check_positive_int(batch_size, "batch_size")
+        self.m = check_positive_int(m, "m")
+        if not (is_real(eps) and np.isfinite(eps) and eps >= 0):
             raise ValueError(f"eps must be a finite number >= 0 (cpprb's default is 1e-6), got {eps!r}.")
         self.eps = float(eps)
         self._rng = np.random.default_rng(seed)

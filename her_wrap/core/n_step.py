@@ -1,8 +1,8 @@
-"""n-step returns over stored episodes: the window of steps each sample sums, shared by both buffers.
+"""n-step returns over stored episodes: one step of the sample path, after relabeling.
 
-:class:`~her_wrap.core.replay.HindsightReplay` and the cpprb-API
-:class:`~her_wrap.HindsightReplayBuffer` each supply a :data:`StepFn` that reads one step's reward and
-termination for a sample's own (possibly relabeled) goal; :func:`n_step_window` sums them.
+:func:`n_step_window` sums the window of steps of each sample; :class:`~her_wrap.core.replay.HindsightReplay`
+calls :func:`add_n_step_returns` (its rewards recomputed by ``reward_fn``) and the cpprb-API
+:class:`~her_wrap.HindsightReplayBuffer` supplies its own :data:`StepFn` (cpprb's ``reward_func``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from her_wrap.core.replay import RewardFn, TerminatedFn
     from her_wrap.core.storage import EpisodeStorage
 
 StepFn = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray | None]]
@@ -57,3 +58,89 @@ def n_step_window(
             done[rows] |= terminated
             alive[rows] &= ~terminated
     return taken
+
+
+def add_n_step_returns(
+    batch: dict[str, np.ndarray],
+    storage: EpisodeStorage,
+    rings: np.ndarray,
+    columns: np.ndarray,
+    relabeled: np.ndarray,
+    *,
+    n_steps: int,
+    discount: float | None,
+    reward_key: str,
+    terminated_key: str | None,
+    achieved_goal_key: str,
+    desired_goal_key: str,
+    goal_in_observation: bool,
+    reward_fn: RewardFn | None,
+    terminated_fn: TerminatedFn | None,
+    goal_of: Callable[[np.ndarray], np.ndarray],
+) -> None:
+    """Turn a batch of one-step samples into n-step ones, for each sample's own (relabeled or original) goal.
+
+    Worked example, ``n_steps = 3``, a relabeled sample at step 4 of an episode of 6 steps (0-5) whose
+    goal is reached at step 5: the reward is ``r_4 + gamma * r_5`` (both recomputed for the new goal),
+    the sample terminates (reached at step 5), the next observation is ``o_6`` and ``discounts`` is
+    ``gamma ** 2``. Original-goal samples use the stored rewards and terminations.
+
+    :param batch: the relabeled batch drawn at ``rings, columns``; changed in place (its arrays are the
+        sample's own copies), ``discounts`` added
+    :param relabeled: which rows carry a new goal
+    :param discount: ``gamma``; None is an error naming the fix
+    :param goal_of: maps stored achieved-goal values to goals
+    """
+    if discount is None:
+        raise ValueError(
+            "n_steps > 1 needs the discount of the returns: pass discount=gamma to HindsightReplay "
+            "(HER and the SB3 buffers pass the learner's gamma)."
+        )
+    gamma, n_rows = float(discount), storage.n_rows
+    goals = batch[desired_goal_key]
+    returns = batch[reward_key].astype(np.float64)
+    stored_terminated = terminated_key if terminated_key in batch else None
+    done = (
+        batch[stored_terminated].astype(bool) if stored_terminated is not None else np.zeros(rings.size, bool)
+    )
+
+    def step(
+        rows: np.ndarray, step_rings: np.ndarray, step_columns: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        reward = storage.read_field(reward_key, step_rings, step_columns).astype(np.float64)
+        terminated = (
+            storage.read_field(stored_terminated, step_rings, step_columns).astype(bool)
+            if stored_terminated is not None
+            else np.zeros(rows.size, bool)
+        )
+        new_goal = relabeled[rows]
+        if new_goal.any():
+            achieved = goal_of(
+                storage.read_field(
+                    achieved_goal_key, (step_rings[new_goal] + 1) % n_rows, step_columns[new_goal]
+                )
+            )
+            infos = (
+                None if storage.infos is None else storage.infos[step_rings[new_goal], step_columns[new_goal]]
+            )
+            if reward_fn is None:
+                raise ValueError("n_steps > 1 sums rewards recomputed for each goal: set reward_fn.")
+            step_goals = goals[rows[new_goal]]
+            reward[new_goal] = np.asarray(reward_fn(achieved, step_goals, infos)).reshape(-1)
+            if terminated_fn is None:
+                terminated[new_goal] = False
+            else:
+                terminated[new_goal] = np.asarray(terminated_fn(achieved, step_goals, infos)).reshape(-1)
+        return reward, terminated
+
+    taken = n_step_window(storage, rings, columns, n_steps, gamma, returns, done, step)
+    moved = np.flatnonzero(taken > 1)
+    if moved.size:
+        next_rings, next_columns = (rings[moved] + taken[moved]) % n_rows, columns[moved]
+        for name in storage.observation_specs:
+            if name != desired_goal_key or not goal_in_observation:
+                batch["next_" + name][moved] = storage.read_field(name, next_rings, next_columns)
+    batch[reward_key] = returns.astype(batch[reward_key].dtype)
+    if stored_terminated is not None:
+        batch[stored_terminated] = done.astype(batch[stored_terminated].dtype)
+    batch["discounts"] = (gamma**taken).astype(np.float32)

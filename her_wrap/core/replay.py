@@ -1,4 +1,4 @@
-"""Hindsight replay: episode storage + goal relabeling (+ optional prioritized sampling), numpy only.
+"""Hindsight replay: episode storage, a sampler, goal relabeling and n-step returns, numpy only.
 
 This is the engine under :class:`her_wrap.HindsightReplayBuffer` (the cpprb-compatible buffer) and
 :class:`her_wrap.HindsightExperienceReplayWrapper` (the stable-baselines3 buffer). It can be used from
@@ -14,14 +14,12 @@ import numpy as np
 
 from her_wrap.core.goal_selection import (
     GoalSelectionStrategy,
-    sample_transitions,
     select_goal_rows,
     select_goals_from_sources,
 )
-from her_wrap.core.movement import MovementWeights
-from her_wrap.core.n_step import StepFn as StepFn  # re-exported: its home is n_step
-from her_wrap.core.n_step import n_step_window
-from her_wrap.core.settings import HindsightSettings, SettingsField
+from her_wrap.core.n_step import add_n_step_returns
+from her_wrap.core.samplers import MovementWeights, Sampler, make_sampler
+from her_wrap.core.settings import HindsightSettings, SettingsField, check_positive_int
 from her_wrap.core.storage import AddReport, EpisodeStorage, FieldSpec
 from her_wrap.core.sum_tree import ProportionalPrioritizer
 
@@ -36,13 +34,6 @@ TerminatedFn = Callable[[np.ndarray, np.ndarray, Any], np.ndarray]
 def as_generator(seed: int | np.random.Generator | None) -> np.random.Generator:
     """A ``np.random.Generator`` from a seed, a generator (used as is) or None (fresh entropy)."""
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-
-
-def check_batch_size(batch_size: Any) -> int:
-    """Validate a batch size: a positive integer."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
-    return int(batch_size)
 
 
 class HindsightReplay:
@@ -73,9 +64,10 @@ class HindsightReplay:
     :param step_fields: fields of a step, e.g. action / reward / terminated / truncated
     :param n_envs: env columns whose episodes interleave
     :param settings: ``k`` (``n_sampled_goal``, 0 disables relabeling), the goal selection strategy,
-        online or offline relabeling, prioritized replay and its ``alpha`` (default:
-        ``HindsightSettings()``: future, k = 4, online, uniform). LaBER and ``beta`` are read by the
-        samplers above this class.
+        online or offline relabeling, n-step returns, and how rows are drawn: uniformly, prioritized
+        (``alpha``, and ``beta`` when :meth:`sample` gets none) or by movement weights, see
+        :func:`~her_wrap.core.samplers.make_sampler` (default: ``HindsightSettings()``: future, k = 4,
+        online, uniform). LaBER subsamples a uniform large batch above this class.
     :param achieved_goal_key: observation field holding the achieved goal (or what ``goal_fn`` maps to one)
     :param desired_goal_key: field the new goal is written to: an observation field (then its ``next_``
         value gets it too) or a step field
@@ -146,18 +138,10 @@ class HindsightReplay:
             step_fields=step_fields,
             store_infos=store_infos,
         )
-        slots = self.storage.n_rows * self.storage.n_envs
-        self.prioritizer: ProportionalPrioritizer | None = None
-        #: draw weights from the achieved goals' paths (``settings.movement_clip``), else None
-        self.movement: MovementWeights | None = None
-        if self.settings.prioritized:
-            self.prioritizer = ProportionalPrioritizer(slots, alpha=self.settings.alpha, eps=eps)
-        elif self.settings.movement_clip is not None:
-            # The weights are drawn as they are (alpha 1); eps only has to be positive.
-            self.prioritizer = ProportionalPrioritizer(slots, alpha=1.0, eps=1e-12)
-            self.movement = MovementWeights(
-                slots, clip=self.settings.movement_clip, floor=self.settings.movement_floor
-            )
+        #: draws the rows of each batch: uniform, prioritized or movement-weighted (see :mod:`~her_wrap.core.samplers`)
+        self.sampler: Sampler = make_sampler(
+            self.settings, self.storage, eps=eps, achieved_goal_key=achieved_goal_key, goal_fn=goal_fn
+        )
         # Offline relabeling: the absolute goal row (times n_envs, plus column) of each frozen goal.
         self.frozen_goals: np.ndarray | None = None
         if not self.online and self.n_sampled_goal > 0:
@@ -193,23 +177,20 @@ class HindsightReplay:
         self._after_add(self.storage.end_episode(column))
 
     def _after_add(self, report: AddReport) -> None:
-        if self.prioritizer is not None and report.cleared:
-            self.prioritizer.zero(np.asarray(report.cleared, dtype=np.int64))
-        if self.movement is not None:
-            assert self.prioritizer is not None
-            slots, weights = self.movement.after_add(
-                self.storage, report, self.read_achieved_goals, online=self.online
-            )
-            if slots.size:
-                self.prioritizer.assign(slots, weights)
-        elif self.prioritizer is not None and self.online and report.new_transitions:
-            self.prioritizer.mark_new(np.asarray(report.new_transitions, dtype=np.int64))
-        for column, start, length in report.finished:
-            rings = np.arange(start, start + length) % self.storage.n_rows
-            if self.frozen_goals is not None:
-                self._freeze_goals(rings, column)
-            if self.settings.prioritized and not self.online:
-                self.prioritizer.mark_new(rings * self.storage.n_envs + column)  # type: ignore[union-attr]
+        self.sampler.after_add(report)
+        if self.frozen_goals is not None:
+            for column, start, length in report.finished:
+                self._freeze_goals(np.arange(start, start + length) % self.storage.n_rows, column)
+
+    @property
+    def prioritizer(self) -> ProportionalPrioritizer | None:
+        """The sum tree of prioritized or movement-weighted draws (None for uniform draws)."""
+        return self.sampler.prioritizer
+
+    @property
+    def movement(self) -> MovementWeights | None:
+        """The achieved goals' paths of movement-weighted draws (``settings.movement_clip``), else None."""
+        return self.sampler.movement
 
     def read_achieved_goals(self, rings: np.ndarray, columns: np.ndarray) -> np.ndarray:
         """The achieved goals stored at ring rows ``rings`` of ``columns``, as goals (``goal_fn`` applied)."""
@@ -227,43 +208,50 @@ class HindsightReplay:
     # ------------------------------------------------------------------ sampling
     def __len__(self) -> int:
         """Transitions that can be sampled now."""
-        return self.storage.n_transitions if self.online else self.storage.n_finished_transitions
+        return len(self.sampler)
 
-    def sample(self, batch_size: int, beta: float = 0.4) -> dict[str, np.ndarray]:
+    def sample(self, batch_size: int, beta: float | None = None) -> dict[str, np.ndarray]:
         """Draw a batch, relabeled in hindsight.
 
+        Steps: the sampler draws the rows, the storage copies them, a share of them gets new goals with
+        recomputed rewards and terminations, then (``settings.n_steps > 1``) n-step returns.
+
         :param batch_size: transitions to draw (with replacement)
-        :param beta: importance-sampling exponent (prioritized only)
+        :param beta: importance-sampling exponent (prioritized only); ``settings.beta`` when None
         :return: new arrays: every observation field and its ``next_`` value, every step field, ``infos``
             when stored, ``indexes`` (flat slots ``ring_row * n_envs + column``, for
-            :meth:`update_priorities`), ``relabeled`` (bool) and, when prioritized, ``weights``
+            :meth:`update_priorities`), ``relabeled`` (bool), ``discounts`` (n-step only) and, when
+            prioritized, ``weights``
         """
-        batch_size = check_batch_size(batch_size)
-        weights = None
-        if self.prioritizer is not None:
-            if len(self) == 0:
-                raise ValueError("Cannot sample: no transition is stored yet; add transitions first.")
-            # Stratified draws come sorted by priority segment: shuffle once, so that relabeling a
-            # prefix of the batch relabels a random subset of it.
-            indexes = self.prioritizer.sample(batch_size, self.rng)[self.rng.permutation(batch_size)]
-            rings, columns = np.divmod(indexes, self.storage.n_envs)
-            if self.settings.prioritized:
-                weights = self.prioritizer.importance_weights(indexes, beta, len(self))
-        else:
-            rings, columns = sample_transitions(
-                self.storage, batch_size, self.rng, finished_only=not self.online
-            )
-            indexes = rings * self.storage.n_envs + columns
+        batch_size = check_positive_int(batch_size, "batch_size")
+        draw = self.sampler.draw(batch_size, self.rng, self.settings.beta if beta is None else beta)
+        rings, columns = draw.rings, draw.columns
         batch = self.storage.gather(rings, columns)
         relabeled, rows, goal_rings, goal_columns, from_desired = self._choose_relabels(rings, columns)
         if goal_rings.size:
             self._relabel(batch, rows, goal_rings, goal_columns, from_desired)
         if self.settings.n_steps > 1:
-            self._n_step_returns(batch, rings, columns, relabeled)
-        batch["indexes"] = indexes
+            add_n_step_returns(
+                batch,
+                self.storage,
+                rings,
+                columns,
+                relabeled,
+                n_steps=self.settings.n_steps,
+                discount=self.discount,
+                reward_key=self.reward_key,
+                terminated_key=self.terminated_key,
+                achieved_goal_key=self.achieved_goal_key,
+                desired_goal_key=self.desired_goal_key,
+                goal_in_observation=self.goal_in_observation,
+                reward_fn=self.reward_fn,
+                terminated_fn=self.terminated_fn,
+                goal_of=self._goal_of,
+            )
+        batch["indexes"] = draw.indexes
         batch["relabeled"] = relabeled
-        if weights is not None:
-            batch["weights"] = weights
+        if draw.weights is not None:
+            batch["weights"] = draw.weights
         return batch
 
     def _choose_relabels(
@@ -357,75 +345,6 @@ class HindsightReplay:
                 terminated = np.asarray(self.terminated_fn(achieved, goals, infos))
                 target[relabeled] = terminated.reshape(target[relabeled].shape)
 
-    def _n_step_returns(
-        self, batch: dict[str, np.ndarray], rings: np.ndarray, columns: np.ndarray, relabeled: np.ndarray
-    ) -> None:
-        """Turn one-step samples into n-step ones, for each sample's own (relabeled or original) goal.
-
-        Worked example, ``n_steps = 3``, a relabeled sample at step 4 of an episode of 6 steps (0-5) whose
-        goal is reached at step 5: the reward is ``r_4 + gamma * r_5`` (both recomputed for the new goal),
-        the sample terminates (reached at step 5), the next observation is ``o_6`` and ``discounts`` is
-        ``gamma ** 2``. Original-goal samples use the stored rewards and terminations.
-        """
-        if self.discount is None:
-            raise ValueError(
-                "n_steps > 1 needs the discount of the returns: pass discount=gamma to HindsightReplay "
-                "(HER and the SB3 buffers pass the learner's gamma)."
-            )
-        gamma, n_rows = float(self.discount), self.storage.n_rows
-        goal_key, reward_key = self.desired_goal_key, self.reward_key
-        goals = batch[goal_key]
-        returns = batch[reward_key].astype(np.float64)
-        terminated_key = self.terminated_key if self.terminated_key in batch else None
-        done = (
-            batch[terminated_key].astype(bool) if terminated_key is not None else np.zeros(rings.size, bool)
-        )
-
-        def step(
-            rows: np.ndarray, step_rings: np.ndarray, step_columns: np.ndarray
-        ) -> tuple[np.ndarray, np.ndarray | None]:
-            reward = self.storage.read_field(reward_key, step_rings, step_columns).astype(np.float64)
-            terminated = (
-                self.storage.read_field(terminated_key, step_rings, step_columns).astype(bool)
-                if terminated_key is not None
-                else np.zeros(rows.size, bool)
-            )
-            new_goal = relabeled[rows]
-            if new_goal.any():
-                achieved = self._goal_of(
-                    self.storage.read_field(
-                        self.achieved_goal_key, (step_rings[new_goal] + 1) % n_rows, step_columns[new_goal]
-                    )
-                )
-                infos = (
-                    None
-                    if self.storage.infos is None
-                    else self.storage.infos[step_rings[new_goal], step_columns[new_goal]]
-                )
-                if self.reward_fn is None:
-                    raise ValueError("n_steps > 1 sums rewards recomputed for each goal: set reward_fn.")
-                step_goals = goals[rows[new_goal]]
-                reward[new_goal] = np.asarray(self.reward_fn(achieved, step_goals, infos)).reshape(-1)
-                if self.terminated_fn is None:
-                    terminated[new_goal] = False
-                else:
-                    terminated[new_goal] = np.asarray(
-                        self.terminated_fn(achieved, step_goals, infos)
-                    ).reshape(-1)
-            return reward, terminated
-
-        taken = n_step_window(self.storage, rings, columns, self.settings.n_steps, gamma, returns, done, step)
-        moved = np.flatnonzero(taken > 1)
-        if moved.size:
-            next_rings, next_columns = (rings[moved] + taken[moved]) % n_rows, columns[moved]
-            for name in self.storage.observation_specs:
-                if name != goal_key or not self.goal_in_observation:
-                    batch["next_" + name][moved] = self.storage.read_field(name, next_rings, next_columns)
-        batch[reward_key] = returns.astype(batch[reward_key].dtype)
-        if terminated_key is not None:
-            batch[terminated_key] = done.astype(batch[terminated_key].dtype)
-        batch["discounts"] = (gamma**taken).astype(np.float32)
-
     def _goal_of(self, values: np.ndarray) -> np.ndarray:
         return values if self.goal_fn is None else np.asarray(self.goal_fn(values))
 
@@ -440,25 +359,9 @@ class HindsightReplay:
         :param indexes: ``indexes`` of a sample
         :param priorities: non-negative finite values, one per index
         """
-        if not self.settings.prioritized:
-            raise ValueError(
-                "This buffer was built without prioritized replay; pass prioritized=True"
-                + (
-                    " instead of movement_clip (its weights follow the achieved goals)."
-                    if self.movement
-                    else "."
-                )
-            )
-        assert self.prioritizer is not None
-        indexes, priorities = self.prioritizer.check_update(indexes, priorities)
-        rings, columns = np.divmod(indexes, self.storage.n_envs)
-        alive = self.storage.is_transition(rings, columns, finished_only=not self.online)
-        self.prioritizer.update_priorities(indexes[alive], priorities[alive])
+        self.sampler.update(indexes, priorities)
 
     def clear(self) -> None:
         """Forget every stored transition."""
         self.storage.clear()
-        if self.prioritizer is not None:
-            self.prioritizer.zero(np.arange(self.storage.n_rows * self.storage.n_envs))
-        if self.movement is not None:
-            self.movement.path[:] = 0.0
+        self.sampler.clear()

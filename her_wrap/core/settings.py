@@ -44,16 +44,39 @@ class LaBERVariant(str, Enum):
         raise ValueError(f"Unknown laber={value!r}; use one of {valid} or None (no LaBER).")
 
 
-def _is_integer(value: Any) -> bool:
+def is_integer(value: Any) -> bool:
+    """Whether ``value`` is an integer: a Python or numpy integer, not a bool, not a float (32.0 is not)."""
     return not isinstance(value, bool) and isinstance(value, int | np.integer)
 
 
-def _is_real(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int | float | np.number)
+def is_real(value: Any) -> bool:
+    """Whether ``value`` is a real number: a Python or numpy int or float, not a bool, not complex."""
+    return not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
+
+
+def check_positive_int(value: Any, name: str, meaning: str = "") -> int:
+    """The one rule for counts (sizes, multipliers, steps) in the core: an integer >= 1.
+
+    Python and numpy integers pass; a bool, a float (even an integral one such as 32.0) or anything else
+    is refused with the fix.
+
+    :param value: the value given
+    :param name: the parameter's name, for the error
+    :param meaning: what the parameter does, for the error (optional)
+    :return: ``value`` as a Python int
+    :raises ValueError: when ``value`` is not an integer >= 1
+    """
+    if is_integer(value) and value >= 1:
+        return int(value)
+    fix = ""
+    if is_real(value) and math.isfinite(value) and float(value).is_integer() and value >= 1:
+        fix = f"; pass int({value!r}) = {int(value)}"
+    detail = f" ({meaning})" if meaning else ""
+    raise ValueError(f"{name} must be an integer >= 1{detail}, got {value!r}{fix}.")
 
 
 def _check_positive(name: str, value: Any, meaning: str) -> None:
-    if not _is_real(value) or not math.isfinite(value) or value <= 0:
+    if not is_real(value) or not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a number > 0 ({meaning}), got {value!r}.")
 
 
@@ -71,7 +94,8 @@ class HindsightSettings:
         and cpprb)
     :param prioritized: proportional prioritized replay (PER) over stored transitions
     :param alpha: PER's priority exponent (0: uniform)
-    :param beta: PER's importance exponent at the start of training (annealed to 1 by the learners)
+    :param beta: PER's importance-sampling exponent in ``[0, 1]`` (default 0.4): what a prioritized
+        sample uses when the caller passes no ``beta`` (the learners anneal it from this value to 1)
     :param laber: Large Batch Experience Replay weighting (``mean``, ``lazy``, ``max``, or None for none);
         needs a learner whose update takes sample weights (``HER``'s)
     :param laber_m: LaBER's large batch is ``laber_m`` times the batch size
@@ -85,7 +109,7 @@ class HindsightSettings:
         episode ends or the goal is reached (terminated); the next observation is the one after the last
         step summed and ``discounts`` is ``gamma ** steps``. 1 (default): one-step transitions
     :param movement_clip: draw transitions by how far their episode moved its achieved goal (see
-        :mod:`her_wrap.core.movement`): each is drawn with weight ``movement_floor + min(path,
+        :mod:`her_wrap.core.samplers`): each is drawn with weight ``movement_floor + min(path,
         movement_clip)``, ``path`` the summed distance between the episode's consecutive achieved goals
         (in the goal's units, e.g. metres for Fetch). None (default): uniform draws. Not with
         ``prioritized``, which sets the same draw weights from TD errors
@@ -123,7 +147,7 @@ class HindsightSettings:
     ) -> None:
         # The one place these values are parsed; every entry point passes them here as it got them.
         set_field = object.__setattr__  # a frozen dataclass sets its fields in its own __init__ only
-        if not _is_integer(n_sampled_goal) or n_sampled_goal < 0:
+        if not is_integer(n_sampled_goal) or n_sampled_goal < 0:
             raise ValueError(
                 f"n_sampled_goal must be an integer >= 0 (relabeled goals per real one), got {n_sampled_goal!r}."
             )
@@ -138,16 +162,14 @@ class HindsightSettings:
             ("laber_m", laber_m, "the large batch is laber_m * batch_size"),
             ("n_steps", n_steps, "1: one-step returns"),
         ):
-            if not _is_integer(value) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1 ({meaning}), got {value!r}.")
-            set_field(self, name, int(value))
+            set_field(self, name, check_positive_int(value, name, meaning))
         if self.laber is not None and self.prioritized:
             raise ValueError(
                 "Choose one of laber and prioritized: LaBER already weights samples by their TD error."
             )
-        if not _is_real(alpha) or not math.isfinite(alpha) or alpha < 0:
+        if not is_real(alpha) or not math.isfinite(alpha) or alpha < 0:
             raise ValueError(f"alpha must be >= 0 (0 is uniform sampling), got {alpha!r}.")
-        if not _is_real(beta) or not 0.0 <= beta <= 1.0:
+        if not is_real(beta) or not 0.0 <= beta <= 1.0:
             raise ValueError(f"beta must lie in [0, 1] (1 fully corrects the sampling bias), got {beta!r}.")
         set_field(self, "alpha", float(alpha))
         set_field(self, "beta", float(beta))

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from her_wrap.core.fields import FieldSpec
+if TYPE_CHECKING:
+    from her_wrap.core.storage import FieldSpec
 
 
 @dataclass

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from her_wrap.core.settings import check_positive_int, is_real
+
 
 def _as_slot_indexes(indexes: Any, capacity: int, name: str = "indexes") -> npt.NDArray[np.int64]:
     """Check that ``indexes`` is a 1-D integer array of slots in ``[0, capacity)``; return it as int64."""
@@ -66,12 +68,6 @@ def _as_non_negative_values(values: Any, shape: tuple[int, ...], name: str) -> n
     return array
 
 
-def _check_positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
-    return int(value)
-
-
 #: Up to this many slots, :meth:`SumTree.write` walks the tree slot by slot instead of level by level.
 _SCALAR_WRITES = 16
 
@@ -87,7 +83,7 @@ class SumTree:
     """
 
     def __init__(self, capacity: int) -> None:
-        self._capacity = _check_positive_int(capacity, "capacity")
+        self._capacity = check_positive_int(capacity, "capacity")
         size = 1
         while size < self._capacity:
             size *= 2
@@ -314,7 +310,7 @@ class ProportionalPrioritizer:
         :return: int64 slot numbers, shape ``(batch_size,)``
         :raises ValueError: if every slot is 0 (nothing marked yet)
         """
-        batch_size = _check_positive_int(batch_size, "batch_size")
+        batch_size = check_positive_int(batch_size, "batch_size")
         if not isinstance(rng, np.random.Generator):
             raise TypeError(
                 f"rng must be a np.random.Generator (np.random.default_rng(seed)), got {type(rng)}."
@@ -349,9 +345,9 @@ class ProportionalPrioritizer:
         :return: float32 weights, same shape as ``indexes``
         :raises ValueError: for beta outside ``[0, 1]``, ``n_stored < 1`` or a zero-probability slot
         """
-        if not (isinstance(beta, (int, float, np.integer, np.floating)) and 0.0 <= beta <= 1.0):
+        if not (is_real(beta) and 0.0 <= beta <= 1.0):
             raise ValueError(f"beta must be a number in [0, 1] (anneal it from ~0.4 to 1), got {beta!r}.")
-        n_stored = _check_positive_int(n_stored, "n_stored")
+        n_stored = check_positive_int(n_stored, "n_stored")
         probabilities = self.probabilities(indexes)
         if probabilities.size == 0:
             return np.zeros(0, dtype=np.float32)

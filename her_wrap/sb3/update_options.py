@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from her_wrap.core.settings import is_real
+
 
 @dataclass(frozen=True)
 class UpdateOptions:
@@ -56,9 +58,9 @@ class UpdateOptions:
                     f"clip_target must satisfy low < high, both finite; got {self.clip_target!r}."
                 )
             set_field(self, "clip_target", (low, high))
-        if not _is_number(self.action_l2) or not self.action_l2 >= 0:
+        if not is_real(self.action_l2) or not self.action_l2 >= 0:
             raise ValueError(f"action_l2 must be a number >= 0, got {self.action_l2!r}.")
-        if not _is_number(self.random_action_prob) or not 0 <= self.random_action_prob <= 1:
+        if not is_real(self.random_action_prob) or not 0 <= self.random_action_prob <= 1:
             raise ValueError(f"random_action_prob must lie in [0, 1], got {self.random_action_prob!r}.")
         if not isinstance(self.target_update_per_cycle, bool | np.bool_):
             raise ValueError(
@@ -106,10 +108,6 @@ class UpdateOptions:
     def replace(self, **changes: Any) -> UpdateOptions:
         """A copy with some options changed (validated again)."""
         return dataclasses.replace(self, **changes)
-
-
-def _is_number(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int | float | np.number)
 
 
 #: Names of the options, in the constructor's order.

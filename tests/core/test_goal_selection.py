@@ -65,19 +65,6 @@ def test_the_cpprb_api_buffer_hands_its_raw_strategy_to_the_settings(strategy_pa
     assert (buffer.strategy, buffer.additional_goals) == (GoalSelectionStrategy.FINAL, 1)
 
 
-# ---------------------------------------------------------------- the paths of before
-
-
-def test_old_storage_names_still_import_from_storage():
-    from her_wrap.core import fields, storage, storage_writes
-
-    assert (storage.FieldSpec, storage.FieldGroup, storage.AddReport) == (
-        fields.FieldSpec,
-        fields.FieldGroup,
-        storage_writes.AddReport,
-    )
-
-
 def test_a_buffer_shows_its_settings_fields_read_only():
     buffer = HindsightReplayBuffer(
         20,

@@ -7,12 +7,14 @@ The goal an episode was played for is ``(e, -1)``, which no state has.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
 import pytest
 
 from her_wrap.core.hindsight_replay_buffer import HindsightReplayBuffer
+from her_wrap.core.settings import HindsightSettings
 
 cpprb = pytest.importorskip("cpprb")
 
@@ -606,3 +608,41 @@ def test_priorities_on_a_uniform_buffer_raise() -> None:
 def test_max_priority_on_a_uniform_buffer_raises() -> None:
     with pytest.raises(ValueError, match="prioritized=True"):
         tagged_buffer(prioritized=False).get_max_priority()
+
+
+@pytest.mark.parametrize(
+    ("parameter", "setting"),
+    [
+        ("strategy", "goal_selection_strategy"),
+        ("additional_goals", "n_sampled_goal"),
+        ("online", "online"),
+        ("alpha", "alpha"),
+        ("goal_mix", "goal_mix"),
+    ],
+)
+def test_hindsight_defaults_are_those_of_the_settings(parameter: str, setting: str) -> None:
+    default = inspect.signature(HindsightReplayBuffer).parameters[parameter].default
+    assert default == getattr(HindsightSettings(), setting)
+
+
+def test_sample_without_beta_uses_the_settings_beta() -> None:
+    buffer = HindsightReplayBuffer(
+        40,
+        {"obs": {"shape": 2}, "act": {"shape": 1}, "next_obs": {"shape": 2}},
+        4,
+        lambda s, a, g: s[:, 0],
+        seed=0,
+    )
+    for episode in range(6):
+        states = np.arange(10, dtype=np.float32).reshape(5, 2) + episode
+        buffer.add(obs=states[:-1], act=np.zeros((4, 1)), next_obs=states[1:])
+        buffer.on_episode_end(np.zeros(2))
+    batch = buffer.sample(16)
+    buffer.update_priorities(batch["indexes"], np.arange(16.0))
+    state = buffer.replay.rng.bit_generator.state
+    implicit = buffer.sample(16)["weights"]
+    buffer.replay.rng.bit_generator.state = state
+    explicit = buffer.sample(16, beta=buffer.settings.beta)["weights"]
+    buffer.replay.rng.bit_generator.state = state
+    other = buffer.sample(16, beta=1.0)["weights"]
+    assert np.array_equal(implicit, explicit) and not np.array_equal(implicit, other)

@@ -223,8 +223,15 @@ def test_all_zero_priorities_with_the_default_eps_are_uniform() -> None:
     np.testing.assert_allclose(out["weights"], np.ones(B), rtol=1e-6)
 
 
-def test_integral_float_batch_size_is_accepted_as_cpprb_does() -> None:
-    assert LaBERmean(32.0, 4).large_batch_size == 128
+def test_integral_float_batch_size_is_refused_with_the_fix() -> None:
+    with pytest.raises(
+        ValueError, match=r"batch_size must be an integer >= 1, got 32.0; pass int\(32.0\) = 32"
+    ):
+        LaBERmean(32.0, 4)
+
+
+def test_numpy_integer_batch_size_is_accepted() -> None:
+    assert LaBERmean(np.int64(32), np.int32(4)).large_batch_size == 128
 
 
 # --------------------------------------------------------------------------- the same calls against cpprb
@@ -238,7 +245,6 @@ CPPRB_ACCEPTED = {
     "eps-zero-float": ((32,), {"m": 2, "eps": 0.0}),
     "eps-default-value": ((32, 4), {"eps": 1e-6}),
     "all-keywords": ((), {"batch_size": 16, "m": 4, "eps": 1e-3}),
-    "integral-float-batch-size": ((32.0, 4), {}),
 }
 CPPRB_REJECTED = {
     "batch-size-zero": ((0,), {}, ValueError),

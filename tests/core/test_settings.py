@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -11,7 +13,9 @@ from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy 
 
 from her_wrap import HER, BitFlippingEnv, HindsightSettings
 from her_wrap.core.goal_selection import GoalSelectionStrategy
-from her_wrap.core.settings import LaBERVariant
+from her_wrap.core.laber import LaBERmean
+from her_wrap.core.settings import LaBERVariant, check_positive_int, is_real
+from her_wrap.core.sum_tree import ProportionalPrioritizer, SumTree
 
 
 @pytest.mark.parametrize("member", list(SB3Strategy))
@@ -108,3 +112,52 @@ def test_her_hands_its_raw_values_to_the_settings_which_parse_them_once(strategy
         GoalSelectionStrategy.FINAL,
         LaBERVariant.MAX,
     )
+
+
+# --------------------------------------------------------------------------- the one rule for counts
+
+
+@pytest.mark.parametrize("value", [1, 32, np.int64(32), np.int32(4), np.uint8(7)], ids=repr)
+def test_a_count_is_a_python_or_numpy_integer(value: Any) -> None:
+    assert check_positive_int(value, "batch_size") == int(value)
+    assert type(check_positive_int(value, "batch_size")) is int
+
+
+@pytest.mark.parametrize("value", [0, -3, True, 2.5, "8", None, np.float64(4.0)], ids=repr)
+def test_anything_else_is_refused_naming_the_parameter(value: Any) -> None:
+    with pytest.raises(ValueError, match=r"^batch_size must be an integer >= 1, got "):
+        check_positive_int(value, "batch_size")
+
+
+def test_an_integral_float_is_refused_with_the_fix() -> None:
+    with pytest.raises(ValueError, match=r"got 32.0; pass int\(32.0\) = 32\.$"):
+        check_positive_int(32.0, "batch_size")
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        pytest.param(lambda: SumTree(32.0), id="sum-tree-capacity"),
+        pytest.param(
+            lambda: ProportionalPrioritizer(4).sample(32.0, np.random.default_rng(0)), id="per-batch"
+        ),
+        pytest.param(lambda: LaBERmean(32.0), id="laber-batch-size"),
+        pytest.param(lambda: LaBERmean(32, 4.0), id="laber-m"),
+        pytest.param(lambda: HindsightSettings(laber_m=4.0), id="settings-laber-m"),
+    ],
+)
+def test_every_count_of_the_core_follows_the_one_rule(build: Any) -> None:
+    with pytest.raises(ValueError, match=r"must be an integer >= 1.*got (32|4)\.0; pass int"):
+        build()
+
+
+def test_is_real_refuses_bools_and_complex_numbers() -> None:
+    assert [is_real(value) for value in (1, 0.5, np.float32(2), np.int8(3), True, 1j, "1")] == [
+        True,
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
