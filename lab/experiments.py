@@ -157,7 +157,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # Half of the training episodes start with the object in the gripper (the HER paper's pick-and-place
     # aid; her_wrap.envs.GraspStartWrapper); evaluations start as the task does.
     "grasp-start": ("grasp_start:0.5",),
-    # Transitions drawn by how far their episode moved the object (her_wrap.core.movement): weight 0.01 +
+    # Transitions drawn by how far their episode moved the object (her_wrap.core.samplers): weight 0.01 +
     # min(path, 0.1 m), so an episode that pushed the block 10 cm or more is drawn 11x as often as one that
     # never touched it.
     "movement": ("her.movement_clip:0.1", "her.movement_floor:0.01"),
