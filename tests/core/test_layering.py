@@ -193,7 +193,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from her_wrap.core.storage import Storage
-from . import fields
+from . import storage_writes
 from ..envs import registry
 from her_wrap import HER
 
@@ -213,7 +213,7 @@ text = "see her_wrap.runs.config for more"
 def test_the_reader_sees_every_form_of_import() -> None:
     assert imported_modules(UPWARD_SOURCE, "her_wrap.core.example") == [
         (6, "her_wrap.core.storage"),
-        (7, "her_wrap.core.fields"),
+        (7, "her_wrap.core.storage_writes"),
         (8, "her_wrap.envs.registry"),
         (9, ROOT_HOMES["HER"]),
         (12, "her_wrap.runs.config"),
