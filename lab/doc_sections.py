@@ -74,3 +74,8 @@ def machine_note(libraries: Sequence[str] = ("numpy",), *, threads: str = "") ->
         f"Machine: {cpu_model()}, {os.cpu_count()} CPUs shared with other jobs (load average "
         f"{load_average()} at the end of the run){', ' + threads if threads else ''}; {', '.join(versions)}."
     )
+
+
+def command_lines(command: str) -> list[str]:
+    """The lines of a fenced block holding the command that wrote a page, a blank line either side."""
+    return ["", "```", command, "```", ""]

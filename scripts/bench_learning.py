@@ -45,6 +45,7 @@ from typing import Any
 
 import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 
+from lab.doc_sections import command_lines
 from lab.doc_sections import machine_note as machine_note_of
 from lab.doc_sections import write_section as write_doc_section
 
@@ -515,11 +516,7 @@ def headline(args: argparse.Namespace, command: str) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     body = [
         f"## Headline: HER(DQN) on {args.headline_bits} bits",
-        "",
-        "```",
-        command,
-        "```",
-        "",
+        *command_lines(command),
         *lines,
         "",
         machine_note(),

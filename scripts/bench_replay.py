@@ -47,7 +47,7 @@ from typing import Any
 import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 import numpy as np
 
-from lab.doc_sections import machine_note
+from lab.doc_sections import command_lines, machine_note
 
 OBS_DIM, GOAL_DIM, ACTION_DIM = 25, 3, 4
 STATE_DIM = OBS_DIM + GOAL_DIM  # cpprb-style state: the observation with the achieved goal appended
@@ -582,11 +582,7 @@ def render_markdown(command: str, header: list[str], tables: list[str]) -> str:
             "# Replay buffer benchmark",
             "",
             "Written by `scripts/bench_replay.py`; rerun it to refresh this page.",
-            "",
-            "```",
-            command,
-            "```",
-            "",
+            *command_lines(command),
             *header,
             "",
             *tables,

@@ -261,24 +261,15 @@ def split_among_workers(entry: dict[str, Any], workers: int, given: set[str], wh
 
 
 def load_run_config(
-    path: str | Path,
-    env_id: str,
-    *,
-    algo: str | None = None,
-    overrides: Sequence[str] = (),
-    n_timesteps: int | None = None,
-    n_envs: int | None = None,
-    workers: int | None = None,
-    notes: list[str] | None = None,
+    path: str | Path, env_id: str, *, notes: list[str] | None = None, **options: Any
 ) -> RunConfig:
-    """Read and validate the entry for ``env_id``; the arguments are those of :func:`load_entry`.
+    """Read and validate the entry for ``env_id``: :func:`load_entry` with the same ``options`` (``algo``,
+    ``overrides``, ``n_timesteps``, ``n_envs``, ``workers``), then :meth:`ConfigEntry.validate`.
 
     :param notes: when given, the entry's :attr:`ConfigEntry.notes` are appended to it
     :raises UsageError: for any problem with the file or the entry, in one line
     """
-    entry = load_entry(
-        path, env_id, algo=algo, overrides=overrides, n_timesteps=n_timesteps, n_envs=n_envs, workers=workers
-    )
+    entry = load_entry(path, env_id, **options)
     if notes is not None:
         notes.extend(entry.notes)
     return entry.validate()
