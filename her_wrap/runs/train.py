@@ -13,7 +13,7 @@ To train a finished agent further, raise ``-n``. The resumed run's envs, explora
 with :func:`resumed_seed` of its seed and step count, so that they do not start their streams over.
 
 ``--workers N`` (or the entry's ``workers: N``) trains with N worker processes on this machine; see
-:mod:`her_wrap.runs.distributed`.
+:mod:`her_wrap.runs.workers`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from her_wrap.runs import arguments, distributed
+from her_wrap.runs import arguments, workers
 from her_wrap.runs.checkpoints import SavedAgent, resolve_saved_agent, save_agent, save_normalizer
 from her_wrap.runs.env_factory import (
     EVAL_SEED_OFFSET,
@@ -81,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-interval", type=int, default=100, help="episodes between training log tables (default: 100)"
     )
-    distributed.add_arguments(parser)
+    workers.add_arguments(parser)
 
 
 def _tensorboard_dir(args: argparse.Namespace) -> str | None:
@@ -150,7 +150,7 @@ def train(args: argparse.Namespace) -> RunLayout:
     config = arguments.command_config(args, config_source)
     check_env_id(config.env_id, config.env_kwargs)
     seed = args.seed if args.seed is not None else arguments.draw_seed()
-    worker = distributed.join_workers(args)  # rank 0 of 1 unless started as one of several workers
+    worker = workers.join_workers(args)  # rank 0 of 1 unless started as one of several workers
     seed = worker.seed(seed)
     args.num_threads = arguments.torch_threads(args.num_threads, config.num_threads)
     arguments.set_torch_threads(args.num_threads)
@@ -238,7 +238,7 @@ def train(args: argparse.Namespace) -> RunLayout:
     if evaluation.results:
         timesteps, last = evaluation.results[-1]
         print(f"Last evaluation (step {timesteps}): {last.summary()}", flush=True)
-    distributed.leave_workers()
+    workers.leave_workers()
     return layout
 
 
@@ -248,7 +248,7 @@ def _follow(
     """Train as a worker other than rank 0: no evaluation, no logs, no files."""
     agent.learn(remaining, log_interval=None, reset_num_timesteps=reset_num_timesteps)
     envs.close()
-    distributed.leave_workers()
+    workers.leave_workers()
     return layout
 
 
@@ -259,17 +259,18 @@ def _entry_workers(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not distributed.under_torchrun():
+    if not workers.under_torchrun():
         if args.workers is None:
             ensure_registered(args.env)
-            workers = _entry_workers(args)
-            if workers > 1:
-                print(f"{args.env}: the entry's workers: {workers} (--workers replaces it)", flush=True)
-                args.workers = workers
+            entry_workers = _entry_workers(args)
+            if entry_workers > 1:
+                print(f"{args.env}: the entry's workers: {entry_workers} (--workers replaces it)", flush=True)
+                args.workers = entry_workers
         if (args.workers or 1) > 1:
-            return distributed.launch(args, run)
-    distributed.check_launcher_options(args)
+            return workers.launch(args, run)
+    workers.check_launcher_options(args)
+    workers.resume_restarted_run(args)
     train(args)
-    if distributed.under_torchrun():
-        distributed.exit_worker(0)  # a worker of several ends without the interpreter's teardown
+    if workers.under_torchrun():
+        workers.exit_worker(0)  # a worker of several ends without the interpreter's teardown
     return 0
