@@ -502,7 +502,7 @@ def test_a_worker_given_a_core_runs_there_with_its_threads(capfd: pytest.Capture
 
 
 @pytest.mark.parametrize(
-    "allowed, workers, pin, cores",
+    "allowed, count, pin, cores",
     [
         ({0, 1}, 2, None, [0, 1]),  # the workers take every core: bound by default
         ({0, 1}, 1, None, None),  # fewer workers than cores: left to the OS, so two runs do not collide
@@ -516,12 +516,12 @@ def test_a_worker_given_a_core_runs_there_with_its_threads(capfd: pytest.Capture
 def test_worker_cores(
     monkeypatch: pytest.MonkeyPatch,
     allowed: set[int],
-    workers: int,
+    count: int,
     pin: bool | None,
     cores: list[int] | None,
 ) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: allowed, raising=False)
-    assert workers.worker_cores(workers, pin) == cores
+    assert workers.worker_cores(count, pin) == cores
 
 
 def test_pinning_more_workers_than_cores_is_refused(
