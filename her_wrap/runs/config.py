@@ -30,7 +30,7 @@ Keys of an entry:
 - ``num_threads``: torch CPU threads of the run (default 1; ``--num-threads`` replaces it);
 - ``workers``: worker processes of ``her-wrap train``, gradients averaged at every step (default 1;
   ``--workers`` replaces it, and under ``torchrun`` the launch's count does; see
-  :mod:`her_wrap.runs.distributed`);
+  :mod:`her_wrap.runs.workers`);
 - ``grasp_start``: the share of training episodes that start with the object in the gripper (Fetch and
   Panda pick-and-place; :class:`her_wrap.envs.GraspStartWrapper`); evaluations start as the task does;
 - ``noise_type`` (``normal`` or ``ornstein-uhlenbeck``) and ``noise_std``: exploration noise of the

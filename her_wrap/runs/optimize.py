@@ -12,7 +12,11 @@ and ``--n-jobs`` threads share it. ``--storage postgresql://user:password@host:p
 a PostgreSQL database, where any number of ``her-wrap optimize`` workers on any number of machines share
 it: start the same command (same ``--study-name``) on each; each worker runs ``--n-trials`` trials and
 Optuna hands every trial number out once. ``postgresql://`` URLs use the psycopg (3) driver (the
-``postgres`` extra).
+``postgres`` extra). Any number of workers may start at once on one new SQLite file (``--storage
+sqlite:///PATH``, one machine) too: the first creates the tables while the others wait for it.
+
+A running trial sends a heartbeat every ``--heartbeat`` seconds; one silent for twice that long (its worker
+was killed) is marked failed by the next trial any worker starts, and run again with the same settings.
 
 Each worker writes ``best_hyperparams.yml`` (the entry with the best trial's settings, ready for
 ``her-wrap train -c``) and ``trials.csv`` to ``LOG_FOLDER/her/STUDY_NAME/``.
@@ -21,14 +25,18 @@ Each worker writes ``best_hyperparams.yml`` (the entry with the best trial's set
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import gc
+import hashlib
 import importlib.util
 import os
 import re
 import socket
+import tempfile
 import time
-from collections.abc import Callable, Collection
+import warnings
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +56,13 @@ SAMPLERS = ("tpe", "random")
 PRUNERS = ("median", "halving", "hyperband", "none")
 #: Seconds a PostgreSQL connection attempt may take before the storage counts as unreachable.
 CONNECT_TIMEOUT_S = 10
-# Concurrent workers may race to create Optuna's tables; the loser retries.
+#: Seconds a SQLite connection waits for another worker's write before it fails.
+SQLITE_BUSY_TIMEOUT_S = 60
+#: Default seconds between a running trial's heartbeats.
+DEFAULT_HEARTBEAT_S = 60
+#: Times a trial whose worker died is run again.
+TRIAL_RETRIES = 2
+# Concurrent workers may race to create Optuna's tables in PostgreSQL; the loser retries.
 _STORAGE_ATTEMPTS = 5
 
 
@@ -70,6 +84,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--study-name", default=None, help="study to create or join (default: her-ENV_ID-ALGO)"
+    )
+    parser.add_argument(
+        "--heartbeat",
+        type=int,
+        default=DEFAULT_HEARTBEAT_S,
+        metavar="SECONDS",
+        help="seconds between a running trial's heartbeats; a trial silent for twice that long is failed and "
+        f"run again (default: {DEFAULT_HEARTBEAT_S}; 0 turns heartbeats off)",
     )
     parser.add_argument("--sampler", choices=SAMPLERS, default="tpe", help="tpe (default) or random")
     parser.add_argument(
@@ -115,9 +137,16 @@ def sqlalchemy_url(url: str) -> str:
     raise UsageError("a PostgreSQL storage needs the psycopg driver: pip install her_wrap[postgres]")
 
 
-def open_storage(url: str) -> Any:
+def open_storage(url: str, *, heartbeat_interval: int | None = None) -> Any:
     """An Optuna storage for a URL, connected and with its tables created.
 
+    Workers that open one new database at the same moment create its tables once: on a SQLite file the
+    first holds a lock (:func:`schema_lock`) while the others wait; on PostgreSQL a worker that loses the
+    race retries.
+
+    :param heartbeat_interval: seconds between a running trial's heartbeats (``None``: none); a trial silent
+        for twice that long is failed by the next trial a worker starts and run again, up to
+        :data:`TRIAL_RETRIES` times
     :raises UsageError: when the URL is malformed or its database unreachable, in one line
     """
     import optuna
@@ -127,9 +156,15 @@ def open_storage(url: str) -> Any:
     engine_kwargs: dict[str, Any] = {"pool_pre_ping": True}
     if resolved.startswith("postgresql"):
         engine_kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
+    elif resolved.startswith("sqlite"):
+        engine_kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_S}
     for attempt in range(_STORAGE_ATTEMPTS):
         try:
-            return optuna.storages.RDBStorage(resolved, engine_kwargs=engine_kwargs)
+            with schema_lock(resolved), warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return optuna.storages.RDBStorage(
+                    resolved, engine_kwargs=engine_kwargs, **_heartbeat_options(heartbeat_interval)
+                )
         except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
             if attempt == _STORAGE_ATTEMPTS - 1:
                 raise
@@ -138,6 +173,48 @@ def open_storage(url: str) -> Any:
             detail = " ".join(str(getattr(error, "orig", None) or error).split())
             raise UsageError(f"cannot open the Optuna storage {hide_password(url)}: {detail}") from None
     raise AssertionError("unreachable")
+
+
+def _heartbeat_options(heartbeat_interval: int | None) -> dict[str, Any]:
+    """RDBStorage's keywords for heartbeats and the retry of stale trials, in this Optuna's names."""
+    import optuna
+
+    if not heartbeat_interval:
+        return {}
+    retry = getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", None)  # Optuna >= 4.9
+    if retry is None:
+        retry = optuna.storages.RetryFailedTrialCallback(max_retry=TRIAL_RETRIES)
+        return {"heartbeat_interval": heartbeat_interval, "failed_trial_callback": retry}
+    return {
+        "heartbeat_interval": heartbeat_interval,
+        "heartbeat_stale_trial_callback": retry(max_retry=TRIAL_RETRIES),
+    }
+
+
+@contextlib.contextmanager
+def schema_lock(url: str) -> Iterator[None]:
+    """Hold, on a SQLite file, a lock that every worker on this machine opening that file takes.
+
+    SQLite has no transactional ``CREATE TABLE IF NOT EXISTS`` across Optuna's tables: two workers that
+    create them at once both try, and one fails (``table ... already exists``). The lock file lives in the
+    temporary folder, named after the database's path, so that the study's folder holds only its results.
+    Other URLs, in-memory databases and systems without ``fcntl`` take no lock.
+    """
+    path = url.split(":///", 1)[1] if url.startswith("sqlite:///") else ""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        path = ""
+    if not path or path == ":memory:":
+        yield
+        return
+    digest = hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:16]
+    with open(Path(tempfile.gettempdir()) / f"her_wrap-optuna-{digest}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def make_sampler(name: str, n_startup_trials: int, seed: int | None) -> Any:
@@ -355,7 +432,9 @@ def optimize(args: argparse.Namespace) -> Any:
     storage_url = args.storage or f"sqlite:///{(study_dir / 'study.db').resolve()}"
     if args.verbose < 2:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = open_storage(storage_url)
+    if args.heartbeat < 0:
+        raise UsageError(f"--heartbeat must be 0 (off) or a number of seconds, got {args.heartbeat}")
+    storage = open_storage(storage_url, heartbeat_interval=args.heartbeat or None)
     study = open_study(
         storage,
         study_name,

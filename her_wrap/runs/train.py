@@ -13,7 +13,7 @@ To train a finished agent further, raise ``-n``. The resumed run's envs, explora
 with :func:`resumed_seed` of its seed and step count, so that they do not start their streams over.
 
 ``--workers N`` (or the entry's ``workers: N``) trains with N worker processes on this machine; see
-:mod:`her_wrap.runs.distributed`.
+:mod:`her_wrap.runs.workers`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from her_wrap.envs.checks import NonFiniteDataError
-from her_wrap.runs import arguments, distributed
+from her_wrap.runs import arguments, workers
 from her_wrap.runs.checkpoints import (
     SavedAgent,
     checkpoint_paths,
@@ -96,7 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-interval", type=int, default=100, help="episodes between training log tables (default: 100)"
     )
-    distributed.add_arguments(parser)
+    workers.add_arguments(parser)
 
 
 def _tensorboard_dir(args: argparse.Namespace) -> str | None:
@@ -166,7 +166,7 @@ def train(args: argparse.Namespace) -> RunLayout:
     config = arguments.command_config(args, config_source, notes)
     check_env_id(config.env_id, config.env_kwargs)
     seed = args.seed if args.seed is not None else arguments.draw_seed()
-    worker = distributed.join_workers(args)  # rank 0 of 1 unless started as one of several workers
+    worker = workers.join_workers(args)  # rank 0 of 1 unless started as one of several workers
     if worker.leads:
         for note in notes:
             print(note, flush=True)
@@ -240,7 +240,7 @@ def train(args: argparse.Namespace) -> RunLayout:
     finite = FiniteParameters(every, lambda: newest_checkpoint(layout.run_dir))
     stop = SignalStop()
     # Several workers stop together through their launcher; one process stops itself.
-    signals = contextlib.nullcontext(stop) if distributed.under_torchrun() else stop.handling()
+    signals = contextlib.nullcontext(stop) if workers.under_torchrun() else stop.handling()
     try:
         with signals:
             agent.learn(
@@ -260,7 +260,7 @@ def train(args: argparse.Namespace) -> RunLayout:
     if stop.received is not None:
         _save_stopped(agent, layout, args.save_replay_buffer, stop.received)
         envs.close()
-        distributed.leave_workers()
+        workers.leave_workers()
         raise StoppedBySignal(stop.received)
     save_agent(
         agent,
@@ -273,7 +273,7 @@ def train(args: argparse.Namespace) -> RunLayout:
     if evaluation.results:
         timesteps, last = evaluation.results[-1]
         print(f"Last evaluation (step {timesteps}): {last.summary()}", flush=True)
-    distributed.leave_workers()
+    workers.leave_workers()
     return layout
 
 
@@ -296,7 +296,7 @@ def _follow(
     """Train as a worker other than rank 0: no evaluation, no logs, no files."""
     agent.learn(remaining, log_interval=None, reset_num_timesteps=reset_num_timesteps)
     envs.close()
-    distributed.leave_workers()
+    workers.leave_workers()
     return layout
 
 
@@ -307,17 +307,18 @@ def _entry_workers(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not distributed.under_torchrun():
+    if not workers.under_torchrun():
         if args.workers is None:
             ensure_registered(args.env)
-            workers = _entry_workers(args)
-            if workers > 1:
-                print(f"{args.env}: the entry's workers: {workers} (--workers replaces it)", flush=True)
-                args.workers = workers
+            entry_workers = _entry_workers(args)
+            if entry_workers > 1:
+                print(f"{args.env}: the entry's workers: {entry_workers} (--workers replaces it)", flush=True)
+                args.workers = entry_workers
         if (args.workers or 1) > 1:
-            return distributed.launch(args, run)
-    distributed.check_launcher_options(args)
+            return workers.launch(args, run)
+    workers.check_launcher_options(args)
+    workers.resume_restarted_run(args)
     train(args)
-    if distributed.under_torchrun():
-        distributed.exit_worker(0)  # a worker of several ends without the interpreter's teardown
+    if workers.under_torchrun():
+        workers.exit_worker(0)  # a worker of several ends without the interpreter's teardown
     return 0

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -170,6 +171,127 @@ WORKER_SCRIPT = textwrap.dedent(
     run_study(open_study(open_storage(url), name), objective, n_trials=n_trials)
     """
 )
+
+
+SIMULTANEOUS_WORKER_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    import optuna
+    from her_wrap.runs.optimize import open_storage, open_study, run_study
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    url, name, n_trials, start_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+
+    def objective(trial):
+        time.sleep(0.02)
+        return -trial.suggest_float("x", -1.0, 1.0) ** 2
+
+    time.sleep(max(start_at - time.time(), 0.0))  # every worker opens the new storage in the same instant
+    run_study(open_study(open_storage(url), name), objective, n_trials=n_trials)
+    """
+)
+
+
+def _trials_of_simultaneous_workers(url: str, study_name: str, workers: int, n_trials: int) -> list[Any]:
+    """Start ``workers`` processes that open ``url`` at the same moment and run ``n_trials`` trials each."""
+    start_at = time.time() + 8.0  # after every interpreter has imported optuna
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", SIMULTANEOUS_WORKER_SCRIPT, url, study_name, str(n_trials), str(start_at)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for _ in range(workers)
+    ]
+    outputs = [process.communicate(timeout=120)[0] for process in processes]
+    assert [process.returncode for process in processes] == [0] * workers, outputs
+    return optuna.load_study(study_name=study_name, storage=url).trials
+
+
+def test_four_workers_starting_at_once_on_a_new_sqlite_file_lose_no_trial(tmp_path: Path) -> None:
+    trials = _trials_of_simultaneous_workers(f"sqlite:///{tmp_path / 'study.db'}", "shared", 4, 6)
+    outcome = (sorted(trial.number for trial in trials), {trial.state.name for trial in trials})
+    assert outcome == (list(range(24)), {"COMPLETE"})
+
+
+#: ``her-wrap optimize`` trials of 64 steps on 4 bits with a 16-unit network: about a second each.
+TINY_TRIALS = [
+    "--env", "BitFlipping-v0", "-n", "64", "--n-evaluations", "1", "--eval-episodes", "1", "--sampler", "random",
+    "--pruner", "none", "--verbose", "0", "--num-threads", "1", "-params", "policy_kwargs.net_arch:[16]",
+    "batch_size:8", "learning_starts:16", "buffer_size:500", "env_kwargs.n_bits:4", "train_freq:4",
+    "gradient_steps:1",
+]  # fmt: skip
+
+
+def test_four_optimize_commands_on_one_new_sqlite_study_finish_every_trial(tmp_path: Path) -> None:
+    url, n_trials = f"sqlite:///{tmp_path / 'study.db'}", 2
+    command = [sys.executable, "-m", "her_wrap.runs.cli", "optimize", *TINY_TRIALS, "--storage", url]
+    workers = [
+        subprocess.Popen(
+            [
+                *command,
+                "--study-name",
+                "s1",
+                "--n-trials",
+                str(n_trials),
+                "-f",
+                str(tmp_path / f"logs{index}"),
+            ],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for index in range(4)
+    ]
+    outputs = [worker.communicate(timeout=240)[0] for worker in workers]
+    assert [worker.returncode for worker in workers] == [0] * 4, outputs
+    trials = optuna.load_study(study_name="s1", storage=url).trials
+    outcome = (sorted(trial.number for trial in trials), {trial.state.name for trial in trials})
+    assert outcome == (list(range(4 * n_trials)), {"COMPLETE"})
+
+
+HANGING_WORKER_SCRIPT = textwrap.dedent(
+    """
+    import pathlib, sys, time
+    from her_wrap.runs.optimize import open_storage, open_study, run_study
+
+    url, name, ready = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
+
+    def objective(trial):
+        trial.suggest_float("x", -1.0, 1.0)
+        ready.write_text(str(trial.number))
+        time.sleep(600)
+
+    run_study(open_study(open_storage(url, heartbeat_interval=1), name), objective, n_trials=1)
+    """
+)
+
+
+def test_a_killed_workers_running_trial_is_failed_and_run_again_by_another_worker(tmp_path: Path) -> None:
+    url, ready = f"sqlite:///{tmp_path / 'study.db'}", tmp_path / "running"
+    hanging = subprocess.Popen([sys.executable, "-c", HANGING_WORKER_SCRIPT, url, "killed", str(ready)])
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert hanging.poll() is None and time.monotonic() < deadline, (
+                "the first worker never ran a trial"
+            )
+            time.sleep(0.1)
+    finally:
+        hanging.kill()
+        hanging.wait()
+    time.sleep(2.5)  # past the grace period: two heartbeats missed
+    study = open_study(open_storage(url, heartbeat_interval=1), "killed")
+    run_study(study, quadratic, n_trials=2)
+    trials = study.trials
+    outcome = (
+        [trial.state.name for trial in trials],
+        trials[1].system_attrs.get("failed_trial"),
+        trials[1].params == trials[0].params,
+    )
+    assert outcome == (["FAIL", "COMPLETE", "COMPLETE"], 0, True)
 
 
 @pytest.mark.postgres

@@ -207,7 +207,7 @@ def mismatched(rank: int, world: int, out: Path, learner: str) -> None:
 
 
 def entry_prints_and_succeeds(args) -> int:
-    """A worker entry for :func:`her_wrap.runs.distributed._worker_main` that leaves its output unflushed."""
+    """A worker entry for :func:`her_wrap.runs.workers._worker_main` that leaves its output unflushed."""
     print(f"worker output of {args.name}", end="")
     return 0
 
@@ -256,7 +256,7 @@ def entry_refuses_its_input(args) -> int:
 def _exit(status: int) -> None:
     """End the worker as her-wrap's own workers do, without the interpreter's teardown: a process that used
     gloo can abort in it (SIGABRT, then a bus error), which the tests would read as a crash."""
-    from her_wrap.runs.distributed import exit_worker
+    from her_wrap.runs.workers import exit_worker
 
     exit_worker(status)
 

@@ -19,8 +19,9 @@ import torch as th
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 
 from her_wrap import HER, BitFlippingEnv
-from her_wrap.runs import cli, distributed
+from her_wrap.runs import cli, workers
 from her_wrap.runs.errors import UsageError
+from her_wrap.runs.yaml_io import load_yaml_file
 from her_wrap.sb3.distributed import (
     UnshareableSettingError,
     check_shared_settings,
@@ -280,7 +281,7 @@ def test_zero_workers_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
 def test_more_workers_than_cores_needs_oversubscribe(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    many = str(distributed.available_cores() + 1)
+    many = str(workers.available_cores() + 1)
     err = _train_error(capsys, "--workers", many, "-f", str(tmp_path))
     assert f"--workers {many} is more than the" in err and "--oversubscribe" in err
     assert not (tmp_path / "her").exists()
@@ -323,7 +324,7 @@ def test_entry_workers_start_that_many_workers_and_the_option_replaces_it(
 
     launched: list[int] = []
     trained: list[int | None] = []
-    monkeypatch.setattr(distributed, "launch", lambda args, entry: launched.append(args.workers) or 0)
+    monkeypatch.setattr(workers, "launch", lambda args, entry: launched.append(args.workers) or 0)
     monkeypatch.setattr(train, "train", lambda args: trained.append(args.workers))
     entry = ["train", "--env", "BitFlipping-v0", "-f", str(tmp_path), "-params", "workers:2"]
     assert cli.main(entry) == 0
@@ -391,7 +392,7 @@ def test_launcher_names_the_killed_worker_before_the_one_that_lost_it(
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
-    survivor = context.Process(target=os._exit, args=(distributed.EXIT_PEER_LOST,))
+    survivor = context.Process(target=os._exit, args=(workers.EXIT_PEER_LOST,))
     victim = context.Process(target=time.sleep, args=(60,))
     for process in (survivor, victim):
         process.start()
@@ -399,7 +400,7 @@ def test_launcher_names_the_killed_worker_before_the_one_that_lost_it(
     assert victim.pid is not None
     os.kill(victim.pid, signal.SIGKILL)
     victim.join(30)
-    assert distributed._watch([survivor, victim]) == distributed.EXIT_WORKER_FAILED
+    assert workers._watch([survivor, victim]) == workers.EXIT_WORKER_FAILED
     lines = capsys.readouterr().err.splitlines()
     assert lines == [
         f"her-wrap train: error: worker 1 (pid {victim.pid}) was killed by signal 9; stopping the other workers",
@@ -415,7 +416,7 @@ def test_launcher_returns_0_when_every_worker_succeeds() -> None:
     processes = [context.Process(target=time.sleep, args=(delay,)) for delay in (0.0, 0.5)]
     for process in processes:
         process.start()
-    assert distributed._watch(processes) == 0
+    assert workers._watch(processes) == 0
     assert [process.exitcode for process in processes] == [0, 0]
 
 
@@ -423,8 +424,8 @@ def test_launcher_returns_0_when_every_worker_succeeds() -> None:
     "entry, status, output",
     [
         ("entry_prints_and_succeeds", 0, "worker output of run-7"),
-        ("entry_fails", distributed.EXIT_WORKER_FAILED, "RuntimeError: run-7 went wrong"),
-        ("entry_loses_its_peers", distributed.EXIT_PEER_LOST, "her-wrap train: error: run-7 lost the other"),
+        ("entry_fails", workers.EXIT_WORKER_FAILED, "RuntimeError: run-7 went wrong"),
+        ("entry_loses_its_peers", workers.EXIT_PEER_LOST, "her-wrap train: error: run-7 lost the other"),
         ("entry_refuses_its_input", 2, "her-wrap train: error: worker 1: run-7 has no such option"),
     ],
 )
@@ -441,7 +442,7 @@ def test_worker_process_ends_with_the_status_of_its_entry_and_its_output_flushed
 
     context = multiprocessing.get_context("spawn")
     worker = context.Process(
-        target=distributed._worker_main,
+        target=workers._worker_main,
         args=(getattr(distributed_workers, entry), argparse.Namespace(name="run-7"), 1, 2, _free_port()),
     )
     worker.start()
@@ -454,9 +455,9 @@ def test_worker_process_ends_with_the_status_of_its_entry_and_its_output_flushed
 LAUNCH_ONE_WORKER = """
 import argparse, multiprocessing, sys
 import distributed_workers
-from her_wrap.runs import distributed
+from her_wrap.runs import workers
 worker = multiprocessing.get_context("spawn").Process(
-    target=distributed._worker_main,
+    target=workers._worker_main,
     args=(distributed_workers.entry_writes_through_tqdm, argparse.Namespace(), 1, 2, int(sys.argv[1])),
 )
 worker.start()
@@ -491,7 +492,7 @@ def test_a_worker_given_a_core_runs_there_with_its_threads(capfd: pytest.Capture
     core = max(os.sched_getaffinity(0))
     context = multiprocessing.get_context("spawn")
     worker = context.Process(
-        target=distributed._worker_main,
+        target=workers._worker_main,
         args=(distributed_workers.entry_prints_its_cores, argparse.Namespace(), 1, 2, _free_port(), core),
     )
     worker.start()
@@ -501,7 +502,7 @@ def test_a_worker_given_a_core_runs_there_with_its_threads(capfd: pytest.Capture
 
 
 @pytest.mark.parametrize(
-    "allowed, workers, pin, cores",
+    "allowed, count, pin, cores",
     [
         ({0, 1}, 2, None, [0, 1]),  # the workers take every core: bound by default
         ({0, 1}, 1, None, None),  # fewer workers than cores: left to the OS, so two runs do not collide
@@ -515,18 +516,18 @@ def test_a_worker_given_a_core_runs_there_with_its_threads(capfd: pytest.Capture
 def test_worker_cores(
     monkeypatch: pytest.MonkeyPatch,
     allowed: set[int],
-    workers: int,
+    count: int,
     pin: bool | None,
     cores: list[int] | None,
 ) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: allowed, raising=False)
-    assert distributed.worker_cores(workers, pin) == cores
+    assert workers.worker_cores(count, pin) == cores
 
 
 def test_pinning_more_workers_than_cores_is_refused(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    many = str(distributed.available_cores() + 1)
+    many = str(workers.available_cores() + 1)
     err = _train_error(capsys, "--workers", many, "--oversubscribe", "--pin-workers", "-f", str(tmp_path))
     assert f"{many} workers are more than the" in err and "leave --pin-workers out" in err
     assert not (tmp_path / "her").exists()
@@ -535,7 +536,7 @@ def test_pinning_more_workers_than_cores_is_refused(
 def test_pinning_without_worker_processes_is_refused(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.delenv(distributed.LAUNCHER_ENV, raising=False)
+    monkeypatch.delenv(workers.LAUNCHER_ENV, raising=False)
     err = _train_error(capsys, "--workers", "1", "--pin-workers", "-f", str(tmp_path))
     assert "--pin-workers binds the worker processes that --workers N (N > 1) starts" in err
     monkeypatch.setenv("WORLD_SIZE", "2")
@@ -548,7 +549,7 @@ def test_pinning_without_worker_processes_is_refused(
 def test_oversubscribing_without_worker_processes_is_refused(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.delenv(distributed.LAUNCHER_ENV, raising=False)
+    monkeypatch.delenv(workers.LAUNCHER_ENV, raising=False)
     err = _train_error(capsys, "--oversubscribe", "-f", str(tmp_path))
     assert "--oversubscribe allows --workers N (N > 1) to start more workers than cores" in err
     monkeypatch.setenv("WORLD_SIZE", "2")
@@ -567,14 +568,14 @@ def test_the_launchers_options_pass_in_the_workers_it_starts(
     )
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "1")
-    monkeypatch.delenv(distributed.LAUNCHER_ENV, raising=False)
+    monkeypatch.delenv(workers.LAUNCHER_ENV, raising=False)
     with pytest.raises(UsageError, match=option):
-        distributed.check_launcher_options(args)  # torchrun's worker
-    monkeypatch.setenv(distributed.LAUNCHER_ENV, "1234")
-    distributed.check_launcher_options(args)  # a worker of her-wrap train --workers 2
+        workers.check_launcher_options(args)  # torchrun's worker
+    monkeypatch.setenv(workers.LAUNCHER_ENV, "1234")
+    workers.check_launcher_options(args)  # a worker of her-wrap train --workers 2
 
 
-@pytest.mark.skipif(distributed.available_cores() < 2, reason="binds two workers to two cores")
+@pytest.mark.skipif(workers.available_cores() < 2, reason="binds two workers to two cores")
 def test_two_workers_bound_on_request_train_to_the_end(tmp_path: Path) -> None:
     trained = subprocess.run(
         _two_workers_command(tmp_path, "256", "--pin-workers"),
@@ -615,6 +616,51 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+def _kill_a_worker_after_the_first_checkpoint(launcher: subprocess.Popen[str], log_folder: Path) -> int:
+    """Wait until the run saved a checkpoint, then kill its worker 1; return that worker's pid."""
+    assert launcher.stdout is not None
+    started = launcher.stdout.readline()
+    match = re.search(r"pids (\d+), (\d+)", started)
+    assert match, started
+    deadline = time.monotonic() + 120
+    while not list(log_folder.glob("her/*/rl_model_*_steps.zip")):
+        assert launcher.poll() is None, "the run ended before its first checkpoint"
+        assert time.monotonic() < deadline, "no checkpoint within 120 s"
+        time.sleep(0.1)
+    os.kill(int(match.group(2)), signal.SIGKILL)
+    return int(match.group(2))
+
+
+def test_a_killed_worker_restarts_the_workers_from_the_last_checkpoint_and_the_run_finishes(
+    tmp_path: Path,
+) -> None:
+    command = _two_workers_command(tmp_path, "6000", "--oversubscribe")
+    launcher = subprocess.Popen(
+        [*command, "--max-restarts", "1", "--save-freq", "256"],
+        env=_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        killed = _kill_a_worker_after_the_first_checkpoint(launcher, tmp_path)
+        out, err = launcher.communicate(timeout=300)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.communicate()
+    assert launcher.returncode == 0, err
+    assert f"worker 1 (pid {killed}) was killed by signal 9" in err and "restart 1 of 1" in err
+    first, resumed = sorted(tmp_path.glob("her/BitFlipping-v0_*"))
+    recorded = load_yaml_file(resumed / "BitFlipping-v0" / "args.yml")
+    outcome = (
+        Path(recorded["trained_agent"]).parent == first,
+        0 < recorded["initial_timesteps"] < 6000,
+        (resumed / "BitFlipping-v0.zip").exists(),
+    )
+    assert outcome == (True, True, True), out
 
 
 @pytest.mark.slow

@@ -33,12 +33,14 @@ import sys
 import threading
 import time
 import traceback
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 from her_wrap.runs.arguments import positive_int
+from her_wrap.runs.atomic import atomic_write_text
 from her_wrap.runs.errors import UsageError
 
 #: Seconds a collective may wait for the other workers before it fails. A dead worker is noticed at once
@@ -64,7 +66,8 @@ SEED_STRIDE = 100_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--workers``, ``--oversubscribe``, ``--rendezvous-port`` and ``--worker-timeout``."""
+    """``--workers``, ``--oversubscribe``, ``--pin-workers``, ``--rendezvous-port``, ``--max-restarts`` and
+    ``--worker-timeout``."""
     parser.add_argument(
         "--workers",
         type=positive_int,
@@ -89,6 +92,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="PORT",
         help="TCP port where the workers meet on 127.0.0.1 (default: a free one)",
+    )
+    parser.add_argument(
+        "--max-restarts",
+        type=int,
+        default=0,
+        metavar="K",
+        help="when a worker fails, restart all of them up to K times, from the run's last checkpoint "
+        "(--save-freq) (default: 0; under torchrun use its --max-restarts)",
     )
     parser.add_argument(
         "--worker-timeout",
@@ -206,6 +217,8 @@ def check_launch(args: argparse.Namespace) -> None:
             f"--workers {workers} is more than the {cores} CPU cores here: each worker wants a core of its "
             "own; use fewer workers or pass --oversubscribe"
         )
+    if args.max_restarts < 0:
+        raise UsageError(f"--max-restarts must be 0 or more, got {args.max_restarts}")
     if args.worker_timeout <= 0:
         raise UsageError(f"--worker-timeout must be positive, got {args.worker_timeout:g}")
     if getattr(args, "device", "cpu") not in ("cpu", "auto"):
@@ -247,22 +260,42 @@ def launch(args: argparse.Namespace, entry: Callable[[argparse.Namespace], int])
     """Start ``args.workers`` processes that each run ``entry(args)`` as one worker; return the exit status.
 
     The seed is drawn here when not given, so every worker derives its own from the same one. When a worker
-    fails, the others are stopped and the worker is named on stderr.
+    fails, the others are stopped and the worker is named on stderr; with ``--max-restarts K`` the group
+    then starts again, up to K times, and resumes from the run's last checkpoint (:func:`resume_restarted_run`).
     """
     from her_wrap.runs.arguments import draw_seed
 
     check_launch(args)
-    port = args.rendezvous_port if args.rendezvous_port is not None else free_port()
     if args.seed is None:
         args.seed = draw_seed()
     if args.num_threads is None:
         args.num_threads = 1
+    run_id = uuid.uuid4().hex
+    for restart in range(args.max_restarts + 1):
+        if restart:
+            print(
+                f"her-wrap train: restarting the {args.workers} workers from the last checkpoint "
+                f"(restart {restart} of {args.max_restarts})",
+                file=sys.stderr,
+                flush=True,
+            )
+        status = _launch_once(args, entry, run_id, restart)
+        if status == 0:
+            break
+    return status
+
+
+def _launch_once(
+    args: argparse.Namespace, entry: Callable[[argparse.Namespace], int], run_id: str, restart: int
+) -> int:
+    port = args.rendezvous_port if args.rendezvous_port is not None else free_port()
     cores = worker_cores(args.workers, args.pin_workers)
     context = multiprocessing.get_context("spawn")
     processes = [
         context.Process(
             target=_worker_main,
             args=(entry, args, rank, args.workers, port, None if cores is None else cores[rank]),
+            kwargs={RUN_ID_ENV: run_id, RESTART_COUNT_ENV: str(restart)},
             name=f"worker{rank}",
         )
         for rank in range(args.workers)
@@ -351,9 +384,11 @@ def _worker_main(
     world: int,
     port: int,
     core: int | None = None,
+    **elastic: str,
 ) -> None:
     """One worker started by :func:`launch`: bound to ``core`` (when given, before any thread starts, so
-    that torch's and gloo's threads stay there too), torchrun's environment, then the training entry."""
+    that torch's and gloo's threads stay there too), torchrun's environment (``elastic``: the run's id and
+    restart count), then the training entry."""
     if core is not None:
         os.sched_setaffinity(0, {core})
     os.environ.update(
@@ -363,6 +398,7 @@ def _worker_main(
         LOCAL_RANK=str(rank),
         WORLD_SIZE=str(world),
         LOCAL_WORLD_SIZE=str(world),
+        **elastic,
     )
     os.environ[LAUNCHER_ENV] = str(os.getppid())
     from her_wrap.sb3.distributed import UnshareableSettingError, WorkerLostError
@@ -447,7 +483,46 @@ class Worker:
 
         shared: list[Any] = [create() if self.leads else None]
         dist.broadcast_object_list(shared, src=0)
+        record = _restart_record(Path(shared[0]).parents[1])
+        if self.leads and record is not None:
+            atomic_write_text(record, f"{shared[0]}\n")  # where a restart of this group resumes
         return Path(shared[0])
+
+
+#: Set by torchrun's elastic agent, and by :func:`launch`: the run's id and how often its workers restarted.
+RUN_ID_ENV, RESTART_COUNT_ENV = "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT"
+
+
+def _restart_record(log_folder: str | Path) -> Path | None:
+    """The file naming the run folder of this launch's newest start, or ``None`` when not several workers."""
+    from her_wrap.runs.run_layout import ALGO_FOLDER, folder_name
+
+    if not under_torchrun() or RUN_ID_ENV not in os.environ:
+        return None
+    return Path(log_folder) / ALGO_FOLDER / f".workers-{folder_name(os.environ[RUN_ID_ENV])}"
+
+
+def resume_restarted_run(args: argparse.Namespace) -> None:
+    """In a restarted worker group (torchrun's or :func:`launch`'s), resume from the last checkpoint.
+
+    The run folder of the group's previous start is the one rank 0 recorded (:meth:`Worker.run_dir`); its
+    newest checkpoint becomes ``-i``, so that the run goes on into a new run folder up to its
+    ``n_timesteps``. Without a checkpoint there, the run starts over. Under torchrun give each launch its own
+    ``--rdzv-id`` (the record is kept by it) and a log folder every machine sees.
+    """
+    from her_wrap.runs.checkpoints import resolve_saved_agent
+
+    record = _restart_record(args.log_folder)
+    if record is None or int(os.environ.get(RESTART_COUNT_ENV, "0")) == 0 or not record.exists():
+        return
+    previous = Path(record.read_text().strip())
+    try:
+        saved = resolve_saved_agent(previous)
+    except UsageError:
+        print(f"Restarted: {previous} has no checkpoint; starting over", flush=True)
+        return
+    args.trained_agent = saved.model
+    print(f"Restarted: resuming from {saved.model}", flush=True)
 
 
 def join_workers(args: argparse.Namespace) -> Worker:
