@@ -225,7 +225,7 @@ def _allreduce_worker(rank: int, port: int, sizes: dict[str, int], repeats: int,
 
 
 def allreduce_seconds(sizes: dict[str, int], repeats: int) -> dict[str, float]:
-    from her_wrap.runs.workers import free_port
+    from her_wrap.runs.launcher import free_port
 
     context = mp.get_context("spawn")
     queue = context.Queue()

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from her_wrap.envs.checks import NonFiniteDataError
-from her_wrap.runs import arguments, workers
+from her_wrap.runs import arguments, launcher, workers
 from her_wrap.runs.checkpoints import (
     SavedAgent,
     checkpoint_paths,
@@ -96,7 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-interval", type=int, default=100, help="episodes between training log tables (default: 100)"
     )
-    workers.add_arguments(parser)
+    launcher.add_arguments(parser)
 
 
 def _tensorboard_dir(args: argparse.Namespace) -> str | None:
@@ -315,8 +315,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{args.env}: the entry's workers: {entry_workers} (--workers replaces it)", flush=True)
                 args.workers = entry_workers
         if (args.workers or 1) > 1:
-            return workers.launch(args, run)
-    workers.check_launcher_options(args)
+            return launcher.launch(args, run)
+    launcher.check_launcher_options(args)
     workers.resume_restarted_run(args)
     train(args)
     if workers.under_torchrun():

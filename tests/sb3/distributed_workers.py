@@ -207,7 +207,7 @@ def mismatched(rank: int, world: int, out: Path, learner: str) -> None:
 
 
 def entry_prints_and_succeeds(args) -> int:
-    """A worker entry for :func:`her_wrap.runs.workers._worker_main` that leaves its output unflushed."""
+    """A worker entry for :func:`her_wrap.runs.launcher._worker_main` that leaves its output unflushed."""
     print(f"worker output of {args.name}", end="")
     return 0
 

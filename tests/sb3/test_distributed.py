@@ -19,7 +19,7 @@ import torch as th
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 
 from her_wrap import HER, BitFlippingEnv
-from her_wrap.runs import cli, workers
+from her_wrap.runs import cli, launcher, workers
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.yaml_io import load_yaml_file
 from her_wrap.sb3.distributed import (
@@ -281,7 +281,7 @@ def test_zero_workers_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
 def test_more_workers_than_cores_needs_oversubscribe(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    many = str(workers.available_cores() + 1)
+    many = str(launcher.available_cores() + 1)
     err = _train_error(capsys, "--workers", many, "-f", str(tmp_path))
     assert f"--workers {many} is more than the" in err and "--oversubscribe" in err
     assert not (tmp_path / "her").exists()
@@ -324,7 +324,7 @@ def test_entry_workers_start_that_many_workers_and_the_option_replaces_it(
 
     launched: list[int] = []
     trained: list[int | None] = []
-    monkeypatch.setattr(workers, "launch", lambda args, entry: launched.append(args.workers) or 0)
+    monkeypatch.setattr(launcher, "launch", lambda args, entry: launched.append(args.workers) or 0)
     monkeypatch.setattr(train, "train", lambda args: trained.append(args.workers))
     entry = ["train", "--env", "BitFlipping-v0", "-f", str(tmp_path), "-params", "workers:2"]
     assert cli.main(entry) == 0
@@ -400,7 +400,7 @@ def test_launcher_names_the_killed_worker_before_the_one_that_lost_it(
     assert victim.pid is not None
     os.kill(victim.pid, signal.SIGKILL)
     victim.join(30)
-    assert workers._watch([survivor, victim]) == workers.EXIT_WORKER_FAILED
+    assert launcher._watch([survivor, victim]) == workers.EXIT_WORKER_FAILED
     lines = capsys.readouterr().err.splitlines()
     assert lines == [
         f"her-wrap train: error: worker 1 (pid {victim.pid}) was killed by signal 9; stopping the other workers",
@@ -416,7 +416,7 @@ def test_launcher_returns_0_when_every_worker_succeeds() -> None:
     processes = [context.Process(target=time.sleep, args=(delay,)) for delay in (0.0, 0.5)]
     for process in processes:
         process.start()
-    assert workers._watch(processes) == 0
+    assert launcher._watch(processes) == 0
     assert [process.exitcode for process in processes] == [0, 0]
 
 
@@ -442,7 +442,7 @@ def test_worker_process_ends_with_the_status_of_its_entry_and_its_output_flushed
 
     context = multiprocessing.get_context("spawn")
     worker = context.Process(
-        target=workers._worker_main,
+        target=launcher._worker_main,
         args=(getattr(distributed_workers, entry), argparse.Namespace(name="run-7"), 1, 2, _free_port()),
     )
     worker.start()
@@ -455,9 +455,9 @@ def test_worker_process_ends_with_the_status_of_its_entry_and_its_output_flushed
 LAUNCH_ONE_WORKER = """
 import argparse, multiprocessing, sys
 import distributed_workers
-from her_wrap.runs import workers
+from her_wrap.runs import launcher, workers
 worker = multiprocessing.get_context("spawn").Process(
-    target=workers._worker_main,
+    target=launcher._worker_main,
     args=(distributed_workers.entry_writes_through_tqdm, argparse.Namespace(), 1, 2, int(sys.argv[1])),
 )
 worker.start()
@@ -492,7 +492,7 @@ def test_a_worker_given_a_core_runs_there_with_its_threads(capfd: pytest.Capture
     core = max(os.sched_getaffinity(0))
     context = multiprocessing.get_context("spawn")
     worker = context.Process(
-        target=workers._worker_main,
+        target=launcher._worker_main,
         args=(distributed_workers.entry_prints_its_cores, argparse.Namespace(), 1, 2, _free_port(), core),
     )
     worker.start()
@@ -521,13 +521,13 @@ def test_worker_cores(
     cores: list[int] | None,
 ) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: allowed, raising=False)
-    assert workers.worker_cores(count, pin) == cores
+    assert launcher.worker_cores(count, pin) == cores
 
 
 def test_pinning_more_workers_than_cores_is_refused(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    many = str(workers.available_cores() + 1)
+    many = str(launcher.available_cores() + 1)
     err = _train_error(capsys, "--workers", many, "--oversubscribe", "--pin-workers", "-f", str(tmp_path))
     assert f"{many} workers are more than the" in err and "leave --pin-workers out" in err
     assert not (tmp_path / "her").exists()
@@ -570,12 +570,12 @@ def test_the_launchers_options_pass_in_the_workers_it_starts(
     monkeypatch.setenv("RANK", "1")
     monkeypatch.delenv(workers.LAUNCHER_ENV, raising=False)
     with pytest.raises(UsageError, match=option):
-        workers.check_launcher_options(args)  # torchrun's worker
+        launcher.check_launcher_options(args)  # torchrun's worker
     monkeypatch.setenv(workers.LAUNCHER_ENV, "1234")
-    workers.check_launcher_options(args)  # a worker of her-wrap train --workers 2
+    launcher.check_launcher_options(args)  # a worker of her-wrap train --workers 2
 
 
-@pytest.mark.skipif(workers.available_cores() < 2, reason="binds two workers to two cores")
+@pytest.mark.skipif(launcher.available_cores() < 2, reason="binds two workers to two cores")
 def test_two_workers_bound_on_request_train_to_the_end(tmp_path: Path) -> None:
     trained = subprocess.run(
         _two_workers_command(tmp_path, "256", "--pin-workers"),
