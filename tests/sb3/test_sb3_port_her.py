@@ -164,8 +164,12 @@ def rewards_and_env_rewards(
 ) -> tuple[np.ndarray, np.ndarray]:
     """A batch's rewards, and the env's rewards for its next achieved goals against its desired goals."""
     samples = buffer.sample(batch_size)
+    observations, next_observations = samples.observations, samples.next_observations
+    if buffer.layout is not None:  # a flat policy's batch: the goal dict's keys side by side
+        observations = buffer.layout.unflatten(observations.numpy())
+        next_observations = buffer.layout.unflatten(next_observations.numpy())
     expected = env.compute_reward(
-        samples.next_observations["achieved_goal"].numpy(), samples.observations["desired_goal"].numpy(), None
+        np.asarray(next_observations["achieved_goal"]), np.asarray(observations["desired_goal"]), None
     )
     return samples.rewards.numpy().ravel(), expected
 
