@@ -664,13 +664,14 @@ def test_a_killed_worker_restarts_the_workers_from_the_last_checkpoint_and_the_r
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)
 def test_two_workers_learn_15_bit_flipping(tmp_path: Path) -> None:
     """The shipped BitFlipping-v0 entry (15 bits, DQN) with 2 workers, each its full budget: greedy success.
 
     The entry's updates counted in steps: 40 gradient steps every 240 env steps (16 episodes of 15 steps).
     """
     command = ["--env", "BitFlipping-v0", "--seed", "0", "--eval-freq", "0", "-f", str(tmp_path)]
-    command += ["-params", "train_freq:[240,step]", "gradient_steps:40"]
+    command += ["-params", "train_freq:[240,step]", "gradient_steps:40", "workers:2"]  # undivided
     trained = subprocess.run(
         [sys.executable, "-m", "her_wrap.runs.cli", "train", *command, "--workers", "2", "--oversubscribe"],
         env=_environment(),
