@@ -160,13 +160,14 @@ def train(args: argparse.Namespace) -> RunLayout:
     from her_wrap.runs.model_factory import build_agent
 
     ensure_registered(args.env)
+    worker = workers.join_workers(args)  # rank 0 of 1 unless started as one of several workers
+    workers.resume_restarted_run(args)  # a restarted group goes on from its newest checkpoint
     saved = resolve_saved_agent(args.trained_agent) if args.trained_agent is not None else None
     config_source = _config_source(args, saved)
     notes: list[str] = []
     config = arguments.command_config(args, config_source, notes)
     check_env_id(config.env_id, config.env_kwargs)
     seed = args.seed if args.seed is not None else arguments.draw_seed()
-    worker = workers.join_workers(args)  # rank 0 of 1 unless started as one of several workers
     if worker.leads:
         for note in notes:
             print(note, flush=True)
@@ -317,7 +318,6 @@ def run(args: argparse.Namespace) -> int:
         if (args.workers or 1) > 1:
             return launcher.launch(args, run)
     launcher.check_launcher_options(args)
-    workers.resume_restarted_run(args)
     train(args)
     if workers.under_torchrun():
         workers.exit_worker(0)  # a worker of several ends without the interpreter's teardown

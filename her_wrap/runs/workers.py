@@ -156,6 +156,8 @@ def _restart_record(log_folder: str | Path) -> Path | None:
 def resume_restarted_run(args: argparse.Namespace) -> None:
     """In a restarted worker group (torchrun's or :func:`~her_wrap.runs.launcher.launch`'s), resume from the last checkpoint.
 
+    A collective: every worker calls it once it has joined the group (:func:`join_workers`).
+
     The run folder of the group's previous start is the one rank 0 recorded (:meth:`Worker.run_dir`); its
     newest checkpoint becomes ``-i``, so that the run goes on into a new run folder up to its
     ``n_timesteps``. Without a checkpoint there, the run starts over. Under torchrun give each launch its own
@@ -164,7 +166,18 @@ def resume_restarted_run(args: argparse.Namespace) -> None:
     from her_wrap.runs.checkpoints import resolve_saved_agent
 
     record = _restart_record(args.log_folder)
-    if record is None or int(os.environ.get(RESTART_COUNT_ENV, "0")) == 0 or not record.exists():
+    if record is None:
+        return
+    import torch
+    import torch.distributed as dist
+
+    # Every worker of a restarted group resumes, or none: under torchrun a node whose workers did not fail
+    # restarts them with its restart count unchanged, so the group takes the largest count of its workers.
+    count = torch.tensor([int(os.environ.get(RESTART_COUNT_ENV, "0"))])
+    if dist.get_backend() == "nccl":
+        count = count.cuda()
+    dist.all_reduce(count, op=dist.ReduceOp.MAX)
+    if int(count.item()) == 0 or not record.exists():
         return
     previous = Path(record.read_text().strip())
     try:
