@@ -21,16 +21,12 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import cProfile
-import os
-import platform
 import pstats
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 import gymnasium as gym
 import numpy as np
 import torch as th
@@ -41,9 +37,10 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from her_wrap import HER
 from her_wrap.envs.registry import make_goal_env
 from her_wrap.sb3.evaluation import success_rate
+from lab import bench
+from lab.doc_sections import machine_note
 
 ENV_ID = "FetchReach-v4"
-ROOT = Path(__file__).resolve().parent.parent
 
 # rl-baselines3-zoo, hyperparams/sac.yml, FetchReach: the learner's keyword arguments.
 ZOO_SAC_FETCH_REACH: dict[str, Any] = {
@@ -62,7 +59,17 @@ ZOO_HER: dict[str, Any] = {"n_sampled_goal": 4, "goal_selection_strategy": "futu
 ZOO_NORMALIZE: dict[str, Any] = {"norm_obs": True, "norm_reward": True, "clip_obs": 10.0, "gamma": 0.95}
 
 
-class SB3Agent:
+class Agent:
+    """A learner trained in chunks that continue one run."""
+
+    name: str
+    model: Any
+
+    def learn(self, steps: int) -> None:
+        self.model.learn(steps, reset_num_timesteps=False)
+
+
+class SB3Agent(Agent):
     """SB3's SAC + ``HerReplayBuffer`` on a normalized dict VecEnv, with the zoo's settings."""
 
     name = "SB3 SAC + HerReplayBuffer"
@@ -80,15 +87,19 @@ class SB3Agent:
             **ZOO_SAC_FETCH_REACH,
         )
 
-    def learn(self, steps: int) -> None:
-        self.model.learn(steps, reset_num_timesteps=False)
-
-    def predict(self, observation: dict[str, np.ndarray], deterministic: bool = True) -> Any:
-        """Action for a raw dict observation (normalized here, as the training env did)."""
+    def predict(
+        self,
+        observation: dict[str, np.ndarray],
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+    ) -> Any:
+        """Action for a raw dict observation (normalized here, as the training env did); SB3's
+        ``evaluate_policy`` passes ``state`` and ``episode_start``, which a feed-forward policy ignores."""
         return self.model.predict(self.env.normalize_obs(observation), deterministic=deterministic)
 
 
-class HerWrapAgent:
+class HerWrapAgent(Agent):
     """her_wrap's HER(SAC) with the same settings; HER builds the normalized VecEnv itself."""
 
     name = "her_wrap HER(SAC)"
@@ -107,20 +118,14 @@ class HerWrapAgent:
             **ZOO_SAC_FETCH_REACH,
         )
 
-    def learn(self, steps: int) -> None:
-        self.model.learn(steps, reset_num_timesteps=False)
-
-    def predict(self, observation: dict[str, np.ndarray], deterministic: bool = True) -> Any:
+    def predict(
+        self,
+        observation: dict[str, np.ndarray],
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+    ) -> Any:
         return self.model.predict(observation, deterministic=deterministic)
-
-
-@dataclass
-class Timing:
-    """Training time of one learner, summed over its chunks."""
-
-    wall: float = 0.0
-    cpu: float = 0.0
-    chunks: list[float] = field(default_factory=list)
 
 
 # Where the time of a training step goes: (bucket, functions as (file name end, function name)).
@@ -138,18 +143,14 @@ PROFILE_BUCKETS: list[tuple[str, list[tuple[str, str]]]] = [
 ]
 
 
-def train_interleaved(agents: list[Any], steps: int, chunk: int) -> dict[str, Timing]:
-    timings = {agent.name: Timing() for agent in agents}
+def train_interleaved(agents: list[Agent], steps: int, chunk: int) -> dict[str, bench.Stopwatch]:
+    timings = {agent.name: bench.Stopwatch() for agent in agents}
     done = 0
     while done < steps:
         size = min(chunk, steps - done)
         for agent in agents:
-            timing = timings[agent.name]
-            wall, cpu = time.perf_counter(), time.process_time()
-            agent.learn(size)
-            timing.chunks.append(time.perf_counter() - wall)
-            timing.wall += timing.chunks[-1]
-            timing.cpu += time.process_time() - cpu
+            with timings[agent.name]:
+                agent.learn(size)
         done += size
         summary = ", ".join(f"{name}: {timing.wall:.0f} s" for name, timing in timings.items())
         print(f"{done:>6} steps each; wall so far {summary}", flush=True)
@@ -206,9 +207,7 @@ def profile_table(agents: list[Any], steps: int) -> list[str]:
 
 def main() -> None:
     th.set_num_threads(1)
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = bench.parser(__doc__)
     parser.add_argument("--steps", type=int, default=20_000, help="env steps of each learner")
     parser.add_argument("--chunk", type=int, default=2_000, help="env steps per turn of each learner")
     parser.add_argument("--seed", type=int, default=0)
@@ -219,10 +218,10 @@ def main() -> None:
     parser.add_argument(
         "--profile-steps", type=int, default=2_000, help="steps profiled after the timed run (0: none)"
     )
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench_end_to_end.md")
+    parser.add_argument("--out", type=Path, default=bench.ROOT / "docs" / "bench_end_to_end.md")
     args = parser.parse_args()
 
-    agents: list[Any] = [SB3Agent(args.seed), HerWrapAgent(args.seed)]
+    agents: list[Agent] = [SB3Agent(args.seed), HerWrapAgent(args.seed)]
     if args.mlp:
         agents.append(HerWrapAgent(args.seed, policy="MlpPolicy"))
     timings = train_interleaved(agents, args.steps, args.chunk)
@@ -239,24 +238,26 @@ def main() -> None:
         timing = timings[agent.name]
         rows.append(
             f"| {agent.name} | {timing.wall:.1f} | {args.steps / timing.wall:.0f} | {timing.cpu:.1f} | "
-            f"{timing.wall / reference.wall:.2f} | {timing.cpu / reference.cpu:.2f} | "
+            f"{bench.ratio(timing.wall, reference.wall)} | {bench.ratio(timing.cpu, reference.cpu)} | "
             f"{successes[agent.name]:.2f} |"
         )
     ours = timings[HerWrapAgent.name]
-    wall_ratio, cpu_ratio = ours.wall / reference.wall, ours.cpu / reference.cpu
-    success_ok = successes[HerWrapAgent.name] >= successes[SB3Agent.name]
-    load = " / ".join(f"{value:.1f}" for value in os.getloadavg())
-    text = [
-        "# End-to-end benchmark: HER(SAC) against SB3's SAC + HerReplayBuffer on FetchReach-v4",
-        "",
-        "Written by `scripts/bench_end_to_end.py`; rerun it to refresh this page:",
-        "",
-        "```",
+    wall_ratio = ours.wall / reference.wall
+    ours_success, sb3_success = successes[HerWrapAgent.name], successes[SB3Agent.name]
+    targets = [
+        (
+            "wall time <= 0.85x SB3's",
+            f"{bench.ratio(ours.wall, reference.wall)} (CPU time {bench.ratio(ours.cpu, reference.cpu)})",
+            wall_ratio <= 0.85,
+        ),
+        ("final success >= SB3's", f"{ours_success:.2f} vs {sb3_success:.2f}", ours_success >= sb3_success),
+    ]
+    command = (
         f"python scripts/bench_end_to_end.py --steps {args.steps} --seed {args.seed}"
         + (" --mlp" if args.mlp else "")
-        + (f" --profile-steps {args.profile_steps}" if args.profile_steps != 2_000 else ""),
-        "```",
-        "",
+        + (f" --profile-steps {args.profile_steps}" if args.profile_steps != 2_000 else "")
+    )
+    body = [
         "Settings (rl-baselines3-zoo `hyperparams/sac.yml`, FetchReach): MultiInputPolicy, net_arch [64, 64], "
         "buffer 1e6, batch 256, lr 1e-3, gamma 0.95, ent_coef auto, learning_starts 1000, train_freq 1, "
         "gradient_steps 1, future with k = 4, normalize (VecNormalize: observations and rewards, clip 10, "
@@ -267,21 +268,19 @@ def main() -> None:
         "|---|---:|---:|---:|---:|---:|---:|",
         *rows,
         "",
-        "| target | measured | met |",
-        "|---|---:|:---:|",
-        f"| wall time <= 0.85x SB3's | {wall_ratio:.2f}x (CPU time {cpu_ratio:.2f}x) | "
-        f"{'yes' if wall_ratio <= 0.85 else 'no'} |",
-        f"| final success >= SB3's | {successes[HerWrapAgent.name]:.2f} vs {successes[SB3Agent.name]:.2f} | "
-        f"{'yes' if success_ok else 'no'} |",
-        "",
-        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch on 1 thread, "
-        f"Python {platform.python_version()}; load average {load} at the end (a shared machine: the "
-        "alternating chunks share its slowdowns between both learners; CPU time is this process's own).",
+        *bench.targets_table(targets),
     ]
     if args.profile_steps > 0:
-        text += ["", *profile_table(agents, args.profile_steps)]
-    args.out.write_text("\n".join(text) + "\n")
-    print("\n".join(text))
+        body += ["", *profile_table(agents, args.profile_steps)]
+    title = "End-to-end benchmark: HER(SAC) against SB3's SAC + HerReplayBuffer on FetchReach-v4"
+    machine = machine_note(
+        ("torch", "stable_baselines3"),
+        threads="torch on 1 thread (the alternating chunks share the machine's slowdowns between both "
+        "learners; CPU time is this process's own)",
+    )
+    text = bench.page(title, command, body, machine)
+    print(text)
+    bench.write_page(args.out, text)
 
 
 if __name__ == "__main__":

@@ -29,14 +29,10 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
-import statistics
-import time
 from pathlib import Path
 from typing import Any
 
+import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 import gymnasium
 import numpy as np
 import torch as th
@@ -48,55 +44,17 @@ from her_wrap.envs.registry import make_goal_env
 from her_wrap.envs.robot_envs import RobotJointReader
 from her_wrap.sb3.exploration import actor_plan
 from her_wrap.sb3.learners import learner_class
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def per_call(function: Any, seconds: float) -> float:
-    """Seconds per call of ``function``, over at least ``seconds`` and 20 calls."""
-    calls, start = 0, time.perf_counter()
-    while True:
-        function()
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds and calls >= 20:
-            return elapsed / calls
-
-
-def alternated_medians(
-    functions: dict[str, Any], seconds: float, rounds: int, warmup: int = 0
-) -> dict[str, float]:
-    """Microseconds per call of each function: the median of ``rounds`` rounds that take turns.
-
-    :param functions: label -> function, timed in this order within each round
-    :param seconds: timed seconds of all the rounds of all the functions together
-    :param warmup: untimed calls of each function first
-    """
-    for function in functions.values():
-        for _ in range(warmup):
-            function()
-    times: dict[str, list[float]] = {label: [] for label in functions}
-    for _ in range(rounds):
-        for label, function in functions.items():
-            times[label].append(per_call(function, seconds / (len(functions) * rounds)))
-    return {label: 1e6 * statistics.median(values) for label, values in times.items()}
+from lab import bench
+from lab.doc_sections import machine_note
 
 
 def measure_env_step(env_id: str, seconds: float, rounds: int, seed: int) -> dict[str, Any]:
     her = make_goal_env(env_id)  # registers the id for gymnasium.make too
-    envs = {"stock": gymnasium.make(env_id), "her": her}
-    steppers = {}
-    for label, env in envs.items():
-        env.reset(seed=seed)
-        env.action_space.seed(seed)
-
-        def step(env: Any = env) -> None:
-            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
-            if terminated or truncated:
-                env.reset()
-
-        steppers[label] = step
-    medians = alternated_medians(steppers, seconds, rounds)
+    steppers = {
+        "stock": bench.random_stepper(gymnasium.make(env_id), seed),
+        "her": bench.random_stepper(her, seed),
+    }
+    medians = bench.alternated_medians(steppers, seconds, rounds)
     return {
         "reader": isinstance(getattr(her.unwrapped, "_utils", None), RobotJointReader),
         "stock_us": medians["stock"],
@@ -109,7 +67,7 @@ def env_table(env_id: str, r: dict[str, Any]) -> list[str]:
     return [
         "| env | HER's env | `gymnasium.make`, us per step | `make_goal_env`, us per step | stock / HER |",
         "|---|---|---:|---:|---:|",
-        f"| {env_id} | {how} | {r['stock_us']:.0f} | {r['her_us']:.0f} | {r['stock_us'] / r['her_us']:.2f}x |",
+        f"| {env_id} | {how} | {r['stock_us']:.0f} | {r['her_us']:.0f} | {bench.ratio(r['stock_us'], r['her_us'])} |",
     ]
 
 
@@ -136,7 +94,7 @@ def measure(name: str, env_id: str, n_envs: int, seconds: float, rounds: int, se
     def her() -> None:
         learner._sample_action(0, learner.action_noise, n_envs)
 
-    medians = alternated_medians({"sb3": sb3, "her": her}, seconds, rounds, warmup=20)
+    medians = bench.alternated_medians({"sb3": sb3, "her": her}, seconds, rounds, warmup=20)
     return {
         "lean": actor_plan(learner.policy) is not None,
         "sb3_us": medians["sb3"],
@@ -154,22 +112,20 @@ def table(rows: list[tuple[str, dict[str, Any]]], n_envs: int) -> list[str]:
         how = "lean forward" if r["lean"] else "policy.predict (as SB3)"
         lines.append(
             f"| {name} | {how} | {r['sb3_us']:.0f} | {r['her_us']:.0f} | "
-            f"{r['sb3_us'] / n_envs:.0f} / {r['her_us'] / n_envs:.0f} | {r['sb3_us'] / r['her_us']:.2f}x |"
+            f"{r['sb3_us'] / n_envs:.0f} / {r['her_us'] / n_envs:.0f} | {bench.ratio(r['sb3_us'], r['her_us'])} |"
         )
     return lines
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = bench.parser(__doc__)
     parser.add_argument("--env", default="FetchPush-v4")
     parser.add_argument("--n-envs", type=int, default=2, help="envs per exploration call (the entry runs 2)")
     parser.add_argument("--learners", nargs="+", default=["ddpg", "td3", "sac"])
     parser.add_argument("--seconds", type=float, default=4.0, help="timed seconds per learner and path")
     parser.add_argument("--rounds", type=int, default=8, help="alternating rounds; medians are reported")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench_env_phase.md")
+    parser.add_argument("--out", type=Path, default=bench.ROOT / "docs" / "bench_env_phase.md")
     args = parser.parse_args()
     if args.n_envs < 1 or args.rounds < 1 or args.seconds <= 0:
         parser.error("--n-envs and --rounds must be at least 1 and --seconds positive")
@@ -180,18 +136,11 @@ def main() -> None:
     for name in args.learners:
         rows.append((name, measure(name, args.env, args.n_envs, 2 * args.seconds, args.rounds, args.seed)))
         print("\n".join(table(rows[-1:], args.n_envs)[2:]), flush=True)
-    load = os.getloadavg()
     command = (
         f"python scripts/bench_env_phase.py --env {args.env} --n-envs {args.n_envs} "
         f"--learners {' '.join(args.learners)} --seconds {args.seconds:g} --rounds {args.rounds}"
     )
-    lines = [
-        "# The env phase of a training step: the stock path against HER's",
-        "",
-        "```",
-        command,
-        "```",
-        "",
+    body = [
         "## The env step",
         "",
         f"`env.step` of {args.env} as `gymnasium.make` builds it and as `make_goal_env` (HER, `her-wrap "
@@ -209,12 +158,10 @@ def main() -> None:
         "trains. Medians of alternating rounds on the same learner and observation.",
         "",
         *table(rows, args.n_envs),
-        "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {th.__version__}; load average "
-        f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end.",
     ]
-    args.out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+    title = "The env phase of a training step: the stock path against HER's"
+    machine = machine_note(("torch", "stable_baselines3", "gymnasium"), threads="one torch thread")
+    bench.write_page(args.out, bench.page(title, command, body, machine))
 
 
 if __name__ == "__main__":

@@ -31,17 +31,18 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
 import argparse
-import platform
 import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
 
+import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 import torch as th
-from torch.utils.flop_counter import FlopCounterMode
 
 from her_wrap import HER, BitFlippingEnv
 from her_wrap.envs.registry import make_goal_env
+from lab import bench
+from lab.doc_sections import machine_note
 
 
 @dataclass(frozen=True)
@@ -93,13 +94,6 @@ def train_call(model: HER, case: Case, gradient_steps: int) -> None:
     model.model.train(gradient_steps=gradient_steps, batch_size=case.batch_size)
 
 
-def flops_per_update(model: HER, case: Case) -> float:
-    counter = FlopCounterMode(display=False)
-    with counter:
-        train_call(model, case, 1)
-    return float(counter.get_total_flops())
-
-
 def matmul_peak_gflops(runs: int = 20, size: int = 1024) -> float:
     """fp32 GFLOPS of one thread's square matrix product (CPU time), the best of a few runs."""
     a, b = th.randn(size, size), th.randn(size, size)
@@ -120,17 +114,18 @@ def measure(case: Case, args: argparse.Namespace) -> dict[str, Any]:
         models["torch"] = build(case, case.torch_name, args.env, args.fill_steps, args.seed)
     result: dict[str, Any] = {"gflop": None}
     if "torch" in models:
-        result["gflop"] = flops_per_update(models["torch"], case) / 1e9
+        result["gflop"] = bench.torch_flops(lambda: train_call(models["torch"], case, 1)) / 1e9
     for model in models.values():  # JIT compilation (SBX), first-call allocations (both)
         train_call(model, case, gradient_steps)
-    times: dict[str, list[float]] = {key: [] for name in models for key in (name, f"wall_{name}")}
-    for _ in range(args.repeats):
+    clocks = {name: [bench.Stopwatch() for _ in range(args.repeats)] for name in models}
+    for repeat in range(args.repeats):
         for name, model in models.items():
-            start, start_wall = time.process_time(), time.perf_counter()
-            train_call(model, case, gradient_steps)
-            times[name].append((time.process_time() - start) / gradient_steps * 1e3)
-            times[f"wall_{name}"].append((time.perf_counter() - start_wall) / gradient_steps * 1e3)
-    return result | {key: statistics.median(values) for key, values in times.items()}
+            with clocks[name][repeat]:
+                train_call(model, case, gradient_steps)
+    for name, calls in clocks.items():
+        result[name] = statistics.median(call.cpu for call in calls) / gradient_steps * 1e3
+        result[f"wall_{name}"] = statistics.median(call.wall for call in calls) / gradient_steps * 1e3
+    return result
 
 
 def row(case: Case, result: dict[str, Any], peak: float) -> str:
@@ -146,7 +141,7 @@ def row(case: Case, result: dict[str, Any], peak: float) -> str:
     def ratio(prefix: str) -> str:
         if "torch" not in result:
             return "—"
-        return f"{result[prefix + 'torch'] / result[prefix + 'jax']:.2f}"
+        return bench.ratio(result[prefix + "torch"], result[prefix + "jax"])
 
     gflop = "—" if result["gflop"] is None else f"{result['gflop']:.2f}"
     arch = " x ".join(str(width) for width in case.net_arch)
@@ -157,7 +152,7 @@ def row(case: Case, result: dict[str, Any], peak: float) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = bench.parser(__doc__)
     parser.add_argument("--learners", nargs="+", choices=list(CASES), default=list(CASES))
     parser.add_argument("--env", default="FetchPush-v4", help="goal env of the continuous learners")
     parser.add_argument(
@@ -175,9 +170,7 @@ def main() -> None:
 
     peak = matmul_peak_gflops()
     print(
-        f"torch {th.__version__}, jax {jax.__version__} ({jax.devices()[0].platform}), "
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; one thread each; "
-        f"measured fp32 matmul peak of one thread: {peak:.1f} GFLOPS; "
+        f"Measured fp32 matmul peak of one thread: {peak:.1f} GFLOPS; "
         f"{args.gradient_steps or '4 (DQN: 40)'} updates per call, median of {args.repeats} calls; "
         f"continuous learners on {args.env}",
         flush=True,
@@ -188,6 +181,9 @@ def main() -> None:
     for name in args.learners:
         case = CASES[name]
         print(row(case, measure(case, args), peak), flush=True)
+    print(
+        "\n" + machine_note(("torch", "jax"), threads=f"one thread each, jax on {jax.devices()[0].platform}")
+    )
 
 
 if __name__ == "__main__":

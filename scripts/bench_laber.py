@@ -14,13 +14,12 @@ mean ± std curves.
 
 from __future__ import annotations
 
-import argparse
 import json
 import pathlib
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 import matplotlib
 
 matplotlib.use("Agg")
@@ -31,6 +30,8 @@ import torch
 from her_wrap import HER, BitFlippingEnv
 from her_wrap.runs.callbacks import SuccessEvalCallback
 from her_wrap.runs.presets import BIT_FLIPPING_DQN
+from lab import bench
+from lab.doc_sections import machine_note
 
 METHODS: dict[str, dict[str, Any]] = {
     "uniform": {},
@@ -59,17 +60,16 @@ class Run:
 
 
 class TrainTimer:
-    """Counts the wall time the learner spends in its gradient updates."""
+    """Counts the wall time the learner spends in its gradient updates (``clock.wall``)."""
 
     def __init__(self, learner: Any) -> None:
-        self.seconds = 0.0
+        self.clock = bench.Stopwatch()
         self._train = learner.train
         learner.train = self
 
     def __call__(self, gradient_steps: int, batch_size: int = 100) -> None:
-        start = time.perf_counter()
-        self._train(gradient_steps, batch_size)
-        self.seconds += time.perf_counter() - start
+        with self.clock:
+            self._train(gradient_steps, batch_size)
 
 
 def make_task(task: str, n_bits: int) -> tuple[Any, Any, str, dict[str, Any]]:
@@ -121,11 +121,11 @@ def run_one(
     evaluation = SuccessEvalCallback(
         model, eval_env, eval_freq=eval_every, n_eval_episodes=episodes, after_evaluation=report, verbose=0
     )
-    start = time.perf_counter()
-    model.learn(timesteps, callback=evaluation)
+    with bench.Stopwatch() as clock:
+        model.learn(timesteps, callback=evaluation)
     run.steps, run.success, _ = evaluation.curve()
-    run.wall_seconds = time.perf_counter() - start
-    run.train_seconds = timer.seconds
+    run.wall_seconds = clock.wall
+    run.train_seconds = timer.clock.wall
     run.updates = int(model.model._n_updates)
     return run
 
@@ -172,14 +172,17 @@ def markdown(rows: list[dict[str, Any]], title: str, command: str) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        ratio = "" if row["steps_vs_uniform"] is None else f"{row['steps_vs_uniform']:.2f}x"
-        cost = "" if row["update_cost_vs_uniform"] is None else f"{row['update_cost_vs_uniform']:.2f}x"
+        ratio = "" if row["steps_vs_uniform"] is None else bench.ratio(row["steps_vs_uniform"], 1.0)
+        cost = (
+            "" if row["update_cost_vs_uniform"] is None else bench.ratio(row["update_cost_vs_uniform"], 1.0)
+        )
         lines.append(
             f"| {row['method']} | {row['reached']}/{row['seeds']} | "
             f"{fmt(row['steps_to_0.9_mean'], row['steps_to_0.9_std'])} | {ratio} | "
             f"{row['final_mean']:.2f} ± {row['final_std']:.2f} | {row['ms_per_update']:.2f} | {cost} |"
         )
     lines += ["", f"Budget {rows[0]['budget']:,} env steps. Reproduce: `{command}`", ""]
+    lines += [machine_note(("torch", "stable_baselines3"), threads="one torch thread"), ""]
     return "\n".join(lines)
 
 
@@ -206,9 +209,7 @@ def plot(runs: list[Run], title: str, path: pathlib.Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = bench.parser(__doc__)
     parser.add_argument("--task", choices=["bitflip", "fetchreach", "continuous-bitflip"], default="bitflip")
     parser.add_argument("--n-bits", type=int, default=25)
     parser.add_argument("--timesteps", type=int, default=150_000)
@@ -257,13 +258,11 @@ def main() -> None:
     text = markdown(rows, title, command)
     print(text)
     if not args.quick:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / f"bench_{args.name}_{name}.md").write_text(text)
-        (args.out / f"bench_{args.name}_{name}.json").write_text(
-            json.dumps({"rows": rows, "runs": [run.__dict__ for run in runs]}, indent=1)
-        )
-        plot(runs, title, args.out / f"bench_{args.name}_{name}.png")
-        print(f"wrote {args.out / f'bench_{args.name}_{name}.md'} and .png")
+        stem = args.out / f"bench_{args.name}_{name}"
+        bench.write_page(stem.with_suffix(".md"), text)
+        records = {"rows": rows, "runs": [run.__dict__ for run in runs]}
+        bench.write_page(stem.with_suffix(".json"), json.dumps(records, indent=1))
+        plot(runs, title, stem.with_suffix(".png"))
 
 
 if __name__ == "__main__":

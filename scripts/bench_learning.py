@@ -36,8 +36,6 @@ many envs step in lockstep, for both implementations alike (``--n-envs`` overrid
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -45,6 +43,7 @@ from typing import Any
 
 import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 
+from lab import bench
 from lab.doc_sections import command_lines
 from lab.doc_sections import machine_note as machine_note_of
 from lab.doc_sections import write_section as write_doc_section
@@ -131,15 +130,13 @@ def run_comparison_worker(
     from her_wrap import BitFlippingEnv
     from her_wrap.sb3.evaluation import success_rate
 
-    start = time.perf_counter()
-    model, learner = build_model(implementation, n_bits, seed, preset, n_envs)
-    setup_seconds = time.perf_counter() - start
+    with bench.Stopwatch() as setup:
+        model, learner = build_model(implementation, n_bits, seed, preset, n_envs)
     totals: dict[str, float] = {}
     _time_calls(learner, "train", totals)
     _time_calls(learner.replay_buffer, "sample", totals)
-    wall, cpu = time.perf_counter(), time.process_time()
-    model.learn(timesteps)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    with bench.Stopwatch() as learning:
+        model.learn(timesteps)
     success = success_rate(model, BitFlippingEnv(n_bits=n_bits), eval_episodes, seed=EVAL_SEED + seed)
     return {
         "implementation": implementation,
@@ -149,9 +146,9 @@ def run_comparison_worker(
         "timesteps": int(learner.num_timesteps),
         "episodes": int(learner._episode_num),
         "gradient_steps": int(learner._n_updates),
-        "setup_seconds": setup_seconds,
-        "learn_seconds": wall,
-        "learn_cpu_seconds": cpu,
+        "setup_seconds": setup.wall,
+        "learn_seconds": learning.wall,
+        "learn_cpu_seconds": learning.cpu,
         "train_cpu_seconds": totals["train"],
         "sample_cpu_seconds": totals["sample"],
         "success": success,
@@ -225,17 +222,6 @@ def run_headline_worker(
         "seconds_to_target": None if reached is None else reached["seconds"],
         "final_success": final,
     }
-
-
-def _run_worker(arguments: list[str]) -> dict[str, Any] | None:
-    """Run this script as a worker subprocess; its last stdout line is the JSON result."""
-    completed = subprocess.run(
-        [sys.executable, __file__, "--worker", *arguments], stdout=subprocess.PIPE, text=True, check=False
-    )
-    if completed.returncode != 0:
-        print(f"worker {arguments} failed (exit {completed.returncode})", file=sys.stderr)
-        return None
-    return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
 # ---------------------------------------------------------------------------------------- reports
@@ -320,15 +306,17 @@ def targets_table(results: list[dict[str, Any]], bits: list[int]) -> list[str]:
     cpu = _mean([r["cpu"] for r in ratios.values()])
     wall = _mean([r["wall"] for r in ratios.values()])
     success_ok = all(r["success"] >= 0 for r in ratios.values())
-    return [
-        "| target | measured | met |",
-        "|---|---:|:---:|",
-        f"| time per env step <= {WALL_RATIO_TARGET}x SB3 (CPU time, mean over n) | {cpu:.2f}x (wall {wall:.2f}x) "
-        f"| {'yes' if cpu <= WALL_RATIO_TARGET else 'no'} |",
-        "| greedy success >= SB3's at every n | "
-        + ", ".join(f"n={n}: {r['success']:+.3f}" for n, r in ratios.items())
-        + f" | {'yes' if success_ok else 'no'} |",
-    ]
+    successes = ", ".join(f"n={n}: {r['success']:+.3f}" for n, r in ratios.items())
+    return bench.targets_table(
+        [
+            (
+                f"time per env step <= {WALL_RATIO_TARGET}x SB3 (CPU time, mean over n)",
+                f"{cpu:.2f}x (wall {wall:.2f}x)",
+                cpu <= WALL_RATIO_TARGET,
+            ),
+            ("greedy success >= SB3's at every n", successes, success_ok),
+        ]
+    )
 
 
 def write_plot(results: list[dict[str, Any]], bits: list[int], path: Path, title: str) -> None:
@@ -413,7 +401,8 @@ def comparison(args: argparse.Namespace, command: str) -> None:
             # Alternate which implementation runs first, so slow drifts of the machine's load even out.
             order = list(IMPLEMENTATIONS) if index % 2 == 0 else list(IMPLEMENTATIONS)[::-1]
             for implementation in order:
-                result = _run_worker(
+                result = bench.run_worker(
+                    __file__,
                     [
                         "comparison",
                         implementation,
@@ -423,7 +412,7 @@ def comparison(args: argparse.Namespace, command: str) -> None:
                         args.preset,
                         str(args.eval_episodes),
                         str(args.n_envs),
-                    ]
+                    ],
                 )
                 if result is None:
                     continue
@@ -457,11 +446,7 @@ def comparison(args: argparse.Namespace, command: str) -> None:
     body = [
         "## HER(DQN) vs SB3's DQN + HerReplayBuffer"
         + ("" if default_setup else f": {args.preset}, {args.n_envs} envs"),
-        "",
-        "```",
-        command,
-        "```",
-        "",
+        *command_lines(command),
         f'Both: `DQN("MultiInputPolicy", ...)` with `{args.preset}` ({kwargs}); `future` goals, k=4; '
         f"`BitFlippingEnv(n_bits=n)` with a random goal every episode, {args.n_envs} env(s) (a `DummyVecEnv` when more than one); {args.timesteps:,} env steps; seeds "
         f"{', '.join(map(str, args.seeds))}; greedy success on {args.eval_episodes} fresh episodes (the same "
@@ -494,7 +479,8 @@ def comparison(args: argparse.Namespace, command: str) -> None:
 
 
 def headline(args: argparse.Namespace, command: str) -> None:
-    result = _run_worker(
+    result = bench.run_worker(
+        __file__,
         [
             "headline",
             str(args.headline_bits),
@@ -505,7 +491,7 @@ def headline(args: argparse.Namespace, command: str) -> None:
             str(args.eval_every),
             str(args.headline_eval_episodes),
             str(int(args.full_budget)),
-        ]
+        ],
     )
     if result is None:
         sys.exit(1)
@@ -530,7 +516,7 @@ def main(argv: list[str] | None = None) -> None:
     if raw[:1] == ["--worker"]:
         worker(raw[1:])
         return
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = bench.parser(__doc__)
     parser.add_argument("--bits", type=int, nargs="+", default=[20, 30, 40, 50], help="values of n")
     parser.add_argument("--timesteps", type=int, default=100_000, help="env steps per run (comparison)")
     parser.add_argument(
@@ -594,7 +580,7 @@ def worker(arguments: list[str]) -> None:
             int(eval_episodes),
             bool(int(full_budget)),
         )
-    print(json.dumps(result, default=str))
+    bench.report_to_parent(result)
 
 
 if __name__ == "__main__":

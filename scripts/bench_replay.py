@@ -33,12 +33,9 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -47,7 +44,8 @@ from typing import Any
 import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 import numpy as np
 
-from lab.doc_sections import command_lines, machine_note
+from lab import bench
+from lab.doc_sections import machine_note
 
 OBS_DIM, GOAL_DIM, ACTION_DIM = 25, 3, 4
 STATE_DIM = OBS_DIM + GOAL_DIM  # cpprb-style state: the observation with the achieved goal appended
@@ -381,33 +379,30 @@ def run_worker(name: str, capacity: int, batch_size: int, samples: int, blocks: 
         import her_wrap.core.replay  # noqa: F401
     baseline_kib = _status_kib("VmRSS")
     reset_peak_rss()
-    start, cpu_start = time.perf_counter(), time.process_time()
-    add_episode, sample, real_transitions, stored_rows = BUILDERS[name](capacity)
-    for episode in range(math.ceil(capacity / EPISODE_LEN)):
-        add_episode(pool, episode % POOL_EPISODES)
-    fill_seconds, fill_cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    with bench.Stopwatch() as fill:
+        add_episode, sample, real_transitions, stored_rows = BUILDERS[name](capacity)
+        for episode in range(math.ceil(capacity / EPISODE_LEN)):
+            add_episode(pool, episode % POOL_EPISODES)
     memory_bytes = (_status_kib("VmHWM") - baseline_kib) * 1024
     n_real = real_transitions()
 
     for _ in range(max(1, samples // (10 * blocks))):  # warm-up
         sample(batch_size)
     per_block = max(1, samples // blocks)
-    rates, cpu_rates = [], []
-    for _ in range(blocks):
-        block_start, cpu_block_start = time.perf_counter(), time.process_time()
-        for _ in range(per_block):
-            sample(batch_size)
-        rates.append(per_block / (time.perf_counter() - block_start))
-        cpu_rates.append(per_block / max(time.process_time() - cpu_block_start, 1e-9))
+    clocks = [bench.Stopwatch() for _ in range(blocks)]
+    for clock in clocks:
+        with clock:
+            for _ in range(per_block):
+                sample(batch_size)
     return Result(
         name=name,
         real_transitions=n_real,
         stored_rows=int(stored_rows()),
-        fill_seconds=fill_seconds,
-        fill_cpu_seconds=fill_cpu_seconds,
-        add_per_second=n_real / fill_seconds,
-        batches_per_second=statistics.median(rates),
-        cpu_batches_per_second=statistics.median(cpu_rates),
+        fill_seconds=fill.wall,
+        fill_cpu_seconds=fill.cpu,
+        add_per_second=n_real / fill.wall,
+        batches_per_second=statistics.median(per_block / clock.wall for clock in clocks),
+        cpu_batches_per_second=statistics.median(per_block / max(clock.cpu, 1e-9) for clock in clocks),
         memory_bytes=memory_bytes,
     )
 
@@ -472,32 +467,22 @@ def render_targets(results: dict[tuple[int, str], Result]) -> list[str]:
         return []
     capacity = max(capacities)
     r = ratios(results[capacity, "her_wrap_sb3"], results[capacity, "sb3"])
-    lines = [f"| target at {capacity:,} transitions (CPU time) | measured | met |", "|---|---:|:---:|"]
-    for label, measure, bound, at_least in TARGETS:
-        met = r[measure] >= bound if at_least else r[measure] <= bound
-        lines.append(f"| {label} | {r[measure]:.2f}x | {'yes' if met else 'no'} |")
-    return lines
+    targets = [
+        (label, f"{r[measure]:.2f}x", r[measure] >= bound if at_least else r[measure] <= bound)
+        for label, measure, bound, at_least in TARGETS
+    ]
+    return bench.targets_table(targets, heading=f"target at {capacity:,} transitions (CPU time)")
 
 
 def run_in_subprocess(name: str, capacity: int, args: argparse.Namespace) -> Result | None:
-    worker = [sys.executable, __file__, "--worker", name, "--capacities", str(capacity)]
-    worker += [
-        "--batch-size",
-        str(args.batch_size),
-        "--samples",
-        str(args.samples),
-        "--blocks",
-        str(args.blocks),
-    ]
-    completed = subprocess.run(worker, capture_output=True, text=True, check=False)
-    if completed.returncode != 0:
-        print(f"{name} at {capacity:,} failed:\n{completed.stderr}", file=sys.stderr)
-        return None
-    return Result(**json.loads(completed.stdout.strip().splitlines()[-1]))
+    arguments = [name, "--capacities", str(capacity), "--batch-size", str(args.batch_size)]
+    arguments += ["--samples", str(args.samples), "--blocks", str(args.blocks)]
+    result = bench.run_worker(__file__, arguments)
+    return None if result is None else Result(**result)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = bench.parser(__doc__)
     parser.add_argument(
         "--capacities",
         type=int,
@@ -525,7 +510,7 @@ def main(argv: list[str] | None = None) -> None:
         args.capacities, args.samples = [20_000], min(args.samples, 200)
     if args.worker:
         result = run_worker(args.worker, args.capacities[0], args.batch_size, args.samples, args.blocks)
-        print(json.dumps(asdict(result)))
+        bench.report_to_parent(asdict(result))
         return
     names = args.only
     if names is None:
@@ -565,9 +550,7 @@ def main(argv: list[str] | None = None) -> None:
     print("\n".join([*header, "", *tables]))
     output = args.output if args.output is not None or args.quick else Path("docs/bench_replay.md")
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(render_markdown(command.strip(), header, tables))
-        print(f"wrote {output}")
+        bench.write_page(output, render_markdown(command.strip(), header, tables))
 
 
 def _has_cpprb() -> bool:
@@ -577,31 +560,23 @@ def _has_cpprb() -> bool:
 
 
 def render_markdown(command: str, header: list[str], tables: list[str]) -> str:
-    return "\n".join(
-        [
-            "# Replay buffer benchmark",
-            "",
-            "Written by `scripts/bench_replay.py`; rerun it to refresh this page.",
-            *command_lines(command),
-            *header,
-            "",
-            *tables,
-            "",
-            "How it is measured (see the script's docstring): each implementation and capacity runs in its own "
-            "process. Add throughput is transitions per second of CPU time while filling one step per call; "
-            "sample throughput is the median over timing blocks at full capacity, by the worker's CPU time (wall "
-            "time in parentheses: on a shared machine other processes inflate it unevenly); memory is the peak "
-            "resident set (VmHWM) during construction and fill minus the resident set before, divided by the "
-            "transitions the buffer holds at the end. Both SB3-facing buffers get `buffer_size = capacity` and "
-            "`capacity` transitions; her_wrap's stores each observation once, so an episode of T steps takes "
-            "T + 1 rows and it holds T / (T + 1) of them. Infos: SB3's buffer keeps none "
-            "(`copy_info_dict=False`); her_wrap's keeps none either, since this compute_reward never reads them. "
-            "cpprb stores k + 1 rows per real transition, so it is built with capacity * (k + 1) rows.",
-            "",
-            machine_note(("numpy",)),
-            "",
-        ]
-    )
+    body = [
+        *header,
+        "",
+        *tables,
+        "",
+        "How it is measured (see the script's docstring): each implementation and capacity runs in its own "
+        "process. Add throughput is transitions per second of CPU time while filling one step per call; "
+        "sample throughput is the median over timing blocks at full capacity, by the worker's CPU time (wall "
+        "time in parentheses: on a shared machine other processes inflate it unevenly); memory is the peak "
+        "resident set (VmHWM) during construction and fill minus the resident set before, divided by the "
+        "transitions the buffer holds at the end. Both SB3-facing buffers get `buffer_size = capacity` and "
+        "`capacity` transitions; her_wrap's stores each observation once, so an episode of T steps takes "
+        "T + 1 rows and it holds T / (T + 1) of them. Infos: SB3's buffer keeps none "
+        "(`copy_info_dict=False`); her_wrap's keeps none either, since this compute_reward never reads them. "
+        "cpprb stores k + 1 rows per real transition, so it is built with capacity * (k + 1) rows.",
+    ]
+    return bench.page("Replay buffer benchmark", command, body, machine_note(("numpy",)))
 
 
 if __name__ == "__main__":

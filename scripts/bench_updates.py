@@ -22,21 +22,17 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 import torch as th
-from torch.utils.flop_counter import FlopCounterMode
 
 from her_wrap import HER
 from her_wrap.envs.registry import make_goal_env
-
-ROOT = Path(__file__).resolve().parent.parent
+from lab import bench
+from lab.doc_sections import machine_note
 
 
 @dataclass(frozen=True)
@@ -100,53 +96,28 @@ RECIPES = [
 ]
 
 
-def time_per_call(function: Any, minimum_seconds: float, warmup: int = 3) -> float:
-    for _ in range(warmup):
-        function()
-    calls, start = 0, time.perf_counter()
-    while True:
-        function()
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= minimum_seconds and calls >= 3:
-            return elapsed / calls
-
-
-def flops_per_update(model: HER, batch_size: int) -> float:
-    counter = FlopCounterMode(display=False)
-    with counter:
-        model.model.train(1, batch_size)
-    return float(counter.get_total_flops())
-
-
 def measure(recipe: Recipe, env_id: str, seed: int, seconds: float, fill_steps: int) -> dict[str, float]:
     th.manual_seed(seed)
     model = recipe.her(env_id, seed)
     model.learn(fill_steps)  # random actions only: learning_starts is never reached
-    flops = flops_per_update(model, recipe.batch_size)
+    flops = bench.torch_flops(lambda: model.model.train(1, recipe.batch_size))
     result: dict[str, float] = {"gflop": flops / 1e9}
     for threads in (1, 2):
         th.set_num_threads(threads)
-        result[f"update_ms_{threads}"] = 1e3 * time_per_call(
+        result[f"update_ms_{threads}"] = 1e3 * bench.seconds_per_call(
             lambda: model.model.train(1, recipe.batch_size), seconds
         )
     th.set_num_threads(1)
-    result["sample_ms"] = 1e3 * time_per_call(
+    result["sample_ms"] = 1e3 * bench.seconds_per_call(
         lambda: model.replay_buffer.sample(recipe.batch_size, model.model._vec_normalize_env), seconds / 2
     )
     obs = model.get_env().reset()  # type: ignore[union-attr]
-    result["predict_ms"] = 1e3 * time_per_call(
+    result["predict_ms"] = 1e3 * bench.seconds_per_call(
         lambda: model.model.predict(obs, deterministic=False), seconds / 2
     )
-    raw = make_goal_env(env_id)
-    raw.reset(seed=seed)
-
-    def env_step() -> None:
-        _, _, terminated, truncated, _ = raw.step(raw.action_space.sample())
-        if terminated or truncated:
-            raw.reset()
-
-    result["env_ms"] = 1e3 * time_per_call(env_step, seconds / 2)
+    result["env_ms"] = 1e3 * bench.seconds_per_call(
+        bench.random_stepper(make_goal_env(env_id), seed), seconds / 2
+    )
     return result
 
 
@@ -171,9 +142,7 @@ def table(results: list[tuple[Recipe, dict[str, float]]], peak: float, env_id: s
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = bench.parser(__doc__)
     parser.add_argument("--env", default="FetchPush-v4")
     parser.add_argument("--seconds", type=float, default=6.0, help="minimum timed seconds per measurement")
     parser.add_argument("--fill", type=int, default=3000, help="random env steps stored before timing")
@@ -197,7 +166,7 @@ def main() -> None:
     recipes = [recipe for recipe in RECIPES if args.only is None or args.only in recipe.name]
     if not recipes:
         parser.error(f"--only {args.only!r} matches no recipe; recipes: {'; '.join(r.name for r in RECIPES)}")
-    out = args.out or (None if args.only else ROOT / "docs" / "bench_updates.md")
+    out = args.out or (None if args.only else bench.ROOT / "docs" / "bench_updates.md")
     th.set_num_threads(1)
     results = []
     for recipe in recipes:
@@ -206,15 +175,10 @@ def main() -> None:
         print("\n".join(table(results[-1:], args.peak_gflops, args.env)[2:]), flush=True)
     if out is None:  # a subset of the recipes must not replace the page of all of them
         return
-    load = os.getloadavg()
-    lines = [
-        "# Learner updates on a CPU: time, floating-point work, and where an env step's time goes",
-        "",
-        "```",
-        f"python scripts/bench_updates.py --env {args.env} --seconds {args.seconds}"
-        + (f" --only '{args.only}'" if args.only else ""),
-        "```",
-        "",
+    command = f"python scripts/bench_updates.py --env {args.env} --seconds {args.seconds}" + (
+        f" --only '{args.only}'" if args.only else ""
+    )
+    body = [
         f"{args.env}, `MultiInputPolicy`, HER's normalization, future k = 4, gamma 0.95. One gradient step is "
         "`model.train(1, batch_size)`: replay sample and relabeling, forward and backward of every network, "
         "Adam, target update. GFLOP counted by `torch.utils.flop_counter` (matrix products, forward and "
@@ -222,13 +186,13 @@ def main() -> None:
         "uses the faster of 1 and 2 torch threads.",
         "",
         *table(results, args.peak_gflops, args.env),
-        "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.processor() or 'unknown CPU'}, "
-        f"torch {th.__version__}; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end "
-        "(other jobs on the machine inflate the 2-thread figures most).",
     ]
-    out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {out}")
+    title = "Learner updates on a CPU: time, floating-point work, and where an env step's time goes"
+    machine = machine_note(
+        ("torch", "stable_baselines3"),
+        threads="1 and 2 torch threads (other jobs on the machine inflate the 2-thread figures most)",
+    )
+    bench.write_page(out, bench.page(title, command, body, machine))
 
 
 if __name__ == "__main__":
