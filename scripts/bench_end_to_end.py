@@ -68,6 +68,21 @@ class Agent:
     def learn(self, steps: int) -> None:
         self.model.learn(steps, reset_num_timesteps=False)
 
+    def policy_input(self, observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """What the learner's policy takes for a raw dict observation of the env."""
+        return observation
+
+    def predict(
+        self,
+        observation: dict[str, np.ndarray],
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+    ) -> Any:
+        """The learner's action for a raw dict observation; SB3's ``evaluate_policy`` also passes
+        ``state`` and ``episode_start``, which a feed-forward policy has no use for."""
+        return self.model.predict(self.policy_input(observation), deterministic=deterministic)
+
 
 class SB3Agent(Agent):
     """SB3's SAC + ``HerReplayBuffer`` on a normalized dict VecEnv, with the zoo's settings."""
@@ -87,16 +102,8 @@ class SB3Agent(Agent):
             **ZOO_SAC_FETCH_REACH,
         )
 
-    def predict(
-        self,
-        observation: dict[str, np.ndarray],
-        state: Any = None,
-        episode_start: Any = None,
-        deterministic: bool = True,
-    ) -> Any:
-        """Action for a raw dict observation (normalized here, as the training env did); SB3's
-        ``evaluate_policy`` passes ``state`` and ``episode_start``, which a feed-forward policy ignores."""
-        return self.model.predict(self.env.normalize_obs(observation), deterministic=deterministic)
+    def policy_input(self, observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return self.env.normalize_obs(observation)  # as the training env normalized it
 
 
 class HerWrapAgent(Agent):
@@ -117,15 +124,6 @@ class HerWrapAgent(Agent):
             **ZOO_HER,
             **ZOO_SAC_FETCH_REACH,
         )
-
-    def predict(
-        self,
-        observation: dict[str, np.ndarray],
-        state: Any = None,
-        episode_start: Any = None,
-        deterministic: bool = True,
-    ) -> Any:
-        return self.model.predict(observation, deterministic=deterministic)
 
 
 # Where the time of a training step goes: (bucket, functions as (file name end, function name)).
@@ -207,10 +205,9 @@ def profile_table(agents: list[Any], steps: int) -> list[str]:
 
 def main() -> None:
     th.set_num_threads(1)
-    parser = bench.parser(__doc__)
+    parser = bench.parser(__doc__, seed=True)
     parser.add_argument("--steps", type=int, default=20_000, help="env steps of each learner")
     parser.add_argument("--chunk", type=int, default=2_000, help="env steps per turn of each learner")
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--eval-episodes", type=int, default=100)
     parser.add_argument(
         "--mlp", action="store_true", help="also run her_wrap with MlpPolicy (a third learner)"
