@@ -1,8 +1,8 @@
-"""The harness every ``scripts/bench_*.py`` runs on: options, clocks, workers, ratios and the page.
+"""The harness the benchmarks share: options, clocks, workers, ratios and the page.
 
-A benchmark times her_wrap and the reference implementation (stable-baselines3, cpprb, PyTorch against
-JAX) side by side in one run on one machine, prints their ratio, and writes a markdown page that names
-the command and the machine. The parts that do not depend on what is measured live here:
+A benchmark (a module of :mod:`lab.benchmarks`, run as ``python scripts/bench_NAME.py``) times her_wrap
+and the reference implementation (stable-baselines3, cpprb, PyTorch against JAX) side by side in one run
+on one machine, prints their ratio, and writes a markdown page that names the command and the machine. The parts that do not depend on what is measured live here:
 
 - :func:`parser`: the script's command line, its docstring as the help;
 - :class:`Stopwatch`, :func:`seconds_per_call`, :func:`alternated_medians`: wall-clock and CPU time, and
@@ -141,16 +141,18 @@ def torch_flops(function: Callable[[], object]) -> float:
     return float(counter.get_total_flops())
 
 
-def run_worker(script: str | Path, arguments: Sequence[str]) -> dict[str, Any] | None:
-    """Run ``python SCRIPT --worker ARGUMENTS`` in a fresh interpreter and return the JSON of its last line.
+def run_worker(module: str, arguments: Sequence[str]) -> dict[str, Any] | None:
+    """Run ``python -m MODULE --worker ARGUMENTS`` in a fresh interpreter, from the repository's root,
+    and return the JSON of its last line.
 
     A fresh interpreter per measurement keeps one implementation's allocations, threads and imports out
     of another's figures. The worker's stderr (progress, a traceback) goes through to this one's.
 
+    :param module: the benchmark's module, ``"lab.benchmarks.replay"``
     :return: the worker's result (see :func:`report_to_parent`), or None when it failed (said on stderr)
     """
-    command = [sys.executable, str(script), "--worker", *arguments]
-    completed = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
+    command = [sys.executable, "-m", module, "--worker", *arguments]
+    completed = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False, cwd=ROOT)
     if completed.returncode != 0:
         print(f"worker {' '.join(arguments)} failed (exit {completed.returncode})", file=sys.stderr)
         return None

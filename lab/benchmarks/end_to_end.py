@@ -26,7 +26,6 @@ import pstats
 from pathlib import Path
 from typing import Any
 
-import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 import gymnasium as gym
 import numpy as np
 import torch as th

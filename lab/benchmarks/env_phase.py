@@ -32,7 +32,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 import gymnasium
 import numpy as np
 import torch as th

@@ -19,7 +19,6 @@ import pathlib
 from dataclasses import dataclass, field
 from typing import Any
 
-import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 import matplotlib
 
 matplotlib.use("Agg")

@@ -41,12 +41,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
-
 from lab import bench
 from lab.doc_sections import command_lines
 from lab.doc_sections import machine_note as machine_note_of
 from lab.doc_sections import write_section as write_doc_section
+
+#: This module, as each measurement's fresh interpreter runs it (``python -m``).
+WORKER_MODULE = "lab.benchmarks.learning"
 
 EVAL_SEED = (
     10_000  # evaluation episodes start from EVAL_SEED + seed: the same episodes for both implementations
@@ -402,7 +403,7 @@ def comparison(args: argparse.Namespace, command: str) -> None:
             order = list(IMPLEMENTATIONS) if index % 2 == 0 else list(IMPLEMENTATIONS)[::-1]
             for implementation in order:
                 result = bench.run_worker(
-                    __file__,
+                    WORKER_MODULE,
                     [
                         "comparison",
                         implementation,
@@ -480,7 +481,7 @@ def comparison(args: argparse.Namespace, command: str) -> None:
 
 def headline(args: argparse.Namespace, command: str) -> None:
     result = bench.run_worker(
-        __file__,
+        WORKER_MODULE,
         [
             "headline",
             str(args.headline_bits),

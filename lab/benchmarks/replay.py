@@ -41,11 +41,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 import numpy as np
 
 from lab import bench
 from lab.doc_sections import machine_note
+
+#: This module, as each measurement's fresh interpreter runs it (``python -m``).
+WORKER_MODULE = "lab.benchmarks.replay"
 
 OBS_DIM, GOAL_DIM, ACTION_DIM = 25, 3, 4
 STATE_DIM = OBS_DIM + GOAL_DIM  # cpprb-style state: the observation with the achieved goal appended
@@ -477,7 +479,7 @@ def render_targets(results: dict[tuple[int, str], Result]) -> list[str]:
 def run_in_subprocess(name: str, capacity: int, args: argparse.Namespace) -> Result | None:
     arguments = [name, "--capacities", str(capacity), "--batch-size", str(args.batch_size)]
     arguments += ["--samples", str(args.samples), "--blocks", str(args.blocks)]
-    result = bench.run_worker(__file__, arguments)
+    result = bench.run_worker(WORKER_MODULE, arguments)
     return None if result is None else Result(**result)
 
 

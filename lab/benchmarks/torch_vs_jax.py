@@ -36,7 +36,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 import torch as th
 
 from her_wrap import HER, BitFlippingEnv

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import _repository  # noqa: F401 (lab/ beside scripts/, on the path)
 import torch as th
 
 from her_wrap import HER

@@ -49,33 +49,41 @@ def test_random_stepper_resets_the_env_at_an_episodes_end() -> None:
 
 WORKER = """
 import sys
-sys.path.insert(0, {root!r})
 from lab import bench
 if sys.argv[1:2] == ["--worker"]:
     if sys.argv[2] == "fail":
         sys.exit(3)
     print("progress line")
-    bench.report_to_parent({{"arguments": sys.argv[2:], "path": __import__("pathlib").Path("p")}})
+    bench.report_to_parent({"arguments": sys.argv[2:], "path": __import__("pathlib").Path("p")})
 """
 
 
 @pytest.fixture
-def worker_script(tmp_path: Path) -> Path:
-    script = tmp_path / "worker.py"
-    script.write_text(WORKER.format(root=str(bench.ROOT)))
-    return script
+def worker_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A root folder holding a worker module ``fake_worker`` (``lab`` reached through PYTHONPATH)."""
+    (tmp_path / "fake_worker.py").write_text(WORKER)
+    monkeypatch.setattr(bench, "ROOT", tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(Path(bench.__file__).resolve().parents[1]))
+    return tmp_path
 
 
-def test_run_worker_returns_the_json_of_the_workers_last_line(worker_script: Path) -> None:
-    result = bench.run_worker(worker_script, ["a", "2"])
+def test_run_worker_returns_the_json_of_the_workers_last_line(worker_root: Path) -> None:
+    result = bench.run_worker("fake_worker", ["a", "2"])
     assert result == {"arguments": ["a", "2"], "path": "p"}
 
 
 def test_run_worker_returns_none_and_says_so_when_the_worker_fails(
-    worker_script: Path, capsys: pytest.CaptureFixture[str]
+    worker_root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert bench.run_worker(worker_script, ["fail"]) is None
+    assert bench.run_worker("fake_worker", ["fail"]) is None
     assert "worker fail failed (exit 3)" in capsys.readouterr().err
+
+
+def test_the_benchmarks_that_start_workers_name_their_own_module() -> None:
+    from lab.benchmarks import learning, replay
+
+    assert learning.WORKER_MODULE == learning.__name__
+    assert replay.WORKER_MODULE == replay.__name__
 
 
 def test_ratio_is_ours_over_the_reference() -> None:
