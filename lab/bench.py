@@ -33,18 +33,23 @@ from lab.doc_sections import command_lines
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def parser(doc: str | None, *, env: str | None = None, seed: bool = False) -> argparse.ArgumentParser:
+def parser(
+    doc: str | None, *, env: str | None = None, seed: bool = False, quick: str | None = None
+) -> argparse.ArgumentParser:
     """The argument parser of a bench script whose ``--help`` shows the script's docstring as written.
 
     :param doc: the script's ``__doc__`` (its usage examples keep their line breaks)
     :param env: when given, an ``--env`` option with this default goal env id
     :param seed: whether to add ``--seed`` (default 0), the seed of every learner and env of the run
+    :param quick: when given, a ``--quick`` flag (a smoke run) with this text saying what it runs
     """
     made = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     if env is not None:
         made.add_argument("--env", default=env, help=f"goal env id (default: {env})")
     if seed:
         made.add_argument("--seed", type=int, default=0, help="seed of the learners and envs (default: 0)")
+    if quick is not None:
+        made.add_argument("--quick", action="store_true", help=quick)
     return made
 
 

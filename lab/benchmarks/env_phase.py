@@ -118,8 +118,8 @@ def table(rows: list[tuple[str, dict[str, Any]]], n_envs: int) -> list[str]:
 
 def main() -> None:
     parser = bench.parser(__doc__, env="FetchPush-v4", seed=True)
-    parser.add_argument("--n-envs", type=int, default=2, help="envs per exploration call (the entry runs 2)")
     parser.add_argument("--learners", nargs="+", default=["ddpg", "td3", "sac"])
+    parser.add_argument("--n-envs", type=int, default=2, help="envs per exploration call (the entry runs 2)")
     parser.add_argument("--seconds", type=float, default=4.0, help="timed seconds per learner and path")
     parser.add_argument("--rounds", type=int, default=8, help="alternating rounds; medians are reported")
     parser.add_argument("--out", type=Path, default=bench.ROOT / "docs" / "bench_env_phase.md")

@@ -208,7 +208,7 @@ def plot(runs: list[Run], title: str, path: pathlib.Path) -> None:
 
 
 def main() -> None:
-    parser = bench.parser(__doc__)
+    parser = bench.parser(__doc__, quick="tiny budget smoke run")
     parser.add_argument("--task", choices=["bitflip", "fetchreach", "continuous-bitflip"], default="bitflip")
     parser.add_argument("--n-bits", type=int, default=25)
     parser.add_argument("--timesteps", type=int, default=150_000)
@@ -222,7 +222,6 @@ def main() -> None:
         "--name", default="laber", help="pages are written as docs/bench_<name>_<task>.md (and .png, .json)"
     )
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("docs"))
-    parser.add_argument("--quick", action="store_true", help="tiny budget smoke run")
     args = parser.parse_args()
     torch.set_num_threads(1)  # small MLPs: one thread is fastest on a 2-core machine
     if args.task == "fetchreach":

@@ -517,7 +517,7 @@ def main(argv: list[str] | None = None) -> None:
     if raw[:1] == ["--worker"]:
         worker(raw[1:])
         return
-    parser = bench.parser(__doc__)
+    parser = bench.parser(__doc__, quick="smoke run of about a minute; writes nothing")
     parser.add_argument("--bits", type=int, nargs="+", default=[20, 30, 40, 50], help="values of n")
     parser.add_argument("--timesteps", type=int, default=100_000, help="env steps per run (comparison)")
     parser.add_argument(
@@ -529,7 +529,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--eval-episodes", type=int, default=200, help="fresh episodes of the final evaluation"
     )
-    parser.add_argument("--quick", action="store_true", help="smoke run of about a minute; writes nothing")
     parser.add_argument("--out", type=Path, default=None, help="folder of the page and plot (default: docs/)")
     parser.add_argument("--headline", action="store_true", help="HER(DQN) alone at n=50: env steps to 0.9")
     parser.add_argument("--headline-bits", type=int, default=50)

@@ -484,7 +484,7 @@ def run_in_subprocess(name: str, capacity: int, args: argparse.Namespace) -> Res
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = bench.parser(__doc__)
+    parser = bench.parser(__doc__, quick="tiny run: capacity 20,000 and 200 batches")
     parser.add_argument(
         "--capacities",
         type=int,
@@ -495,7 +495,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=256, help="transitions per sampled batch")
     parser.add_argument("--samples", type=int, default=2000, help="batches timed per implementation")
     parser.add_argument("--blocks", type=int, default=10, help="timing blocks (the median is reported)")
-    parser.add_argument("--quick", action="store_true", help="tiny run: capacity 20,000 and 200 batches")
     parser.add_argument(
         "--only",
         nargs="+",

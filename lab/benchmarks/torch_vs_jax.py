@@ -151,14 +151,13 @@ def row(case: Case, result: dict[str, Any], peak: float) -> str:
 
 
 def main() -> None:
-    parser = bench.parser(__doc__, env="FetchPush-v4", seed=True)
+    parser = bench.parser(__doc__, env="FetchPush-v4", seed=True, quick="2 updates per call, 3 calls")
     parser.add_argument("--learners", nargs="+", choices=list(CASES), default=list(CASES))
     parser.add_argument(
         "--gradient-steps", type=int, default=None, help="updates per timed call (default: 4; DQN: 40)"
     )
     parser.add_argument("--repeats", type=int, default=5, help="timed calls per framework")
     parser.add_argument("--fill-steps", type=int, default=2_000, help="random env steps in each buffer")
-    parser.add_argument("--quick", action="store_true", help="2 updates per call, 3 calls")
     args = parser.parse_args()
     if args.quick:
         args.gradient_steps, args.repeats, args.fill_steps = 2, 3, 500
