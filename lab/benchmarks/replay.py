@@ -492,9 +492,6 @@ def main(argv: list[str] | None = None) -> None:
         default=[100_000, 1_000_000],
         help="transitions every buffer holds",
     )
-    parser.add_argument("--batch-size", type=int, default=256, help="transitions per sampled batch")
-    parser.add_argument("--samples", type=int, default=2000, help="batches timed per implementation")
-    parser.add_argument("--blocks", type=int, default=10, help="timing blocks (the median is reported)")
     parser.add_argument(
         "--only",
         nargs="+",
@@ -502,6 +499,9 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="implementations (default: " + ", ".join(DEFAULT_IMPLEMENTATIONS) + "; cpprb when installed)",
     )
+    parser.add_argument("--batch-size", type=int, default=256, help="transitions per sampled batch")
+    parser.add_argument("--samples", type=int, default=2000, help="batches timed per implementation")
+    parser.add_argument("--blocks", type=int, default=10, help="timing blocks (the median is reported)")
     parser.add_argument(
         "--output", type=Path, default=None, help="markdown file (default: docs/bench_replay.md)"
     )

@@ -142,14 +142,14 @@ def table(results: list[tuple[Recipe, dict[str, float]]], peak: float, env_id: s
 
 def main() -> None:
     parser = bench.parser(__doc__, env="FetchPush-v4", seed=True, quick="short timings, for a check")
-    parser.add_argument("--seconds", type=float, default=6.0, help="minimum timed seconds per measurement")
-    parser.add_argument("--fill", type=int, default=3000, help="random env steps stored before timing")
-    parser.add_argument("--peak-gflops", type=float, default=75.0, help="fp32 matmul peak of one core")
     parser.add_argument(
         "--only",
         metavar="TEXT",
         help="time only the recipes whose name contains TEXT (e.g. 'manipulation': the entry's networks without and with LayerNorm)",
     )
+    parser.add_argument("--seconds", type=float, default=6.0, help="minimum timed seconds per measurement")
+    parser.add_argument("--fill", type=int, default=3000, help="random env steps stored before timing")
+    parser.add_argument("--peak-gflops", type=float, default=75.0, help="fp32 matmul peak of one core")
     parser.add_argument(
         "--out",
         type=Path,
