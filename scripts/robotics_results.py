@@ -412,6 +412,14 @@ def main() -> None:
         "--results", type=pathlib.Path, default=DEFAULT_RESULTS, help="JSON file of run records"
     )
     commands = parser.add_subparsers(dest="command", required=True)
+
+    def entry_command(name: str, help: str, handler: Any) -> argparse.ArgumentParser:
+        """A subcommand over one manipulation task of the shipped entries (its first argument)."""
+        command = commands.add_parser(name, help=help)
+        command.add_argument("task", choices=sorted(ENTRY_TASKS))
+        command.set_defaults(handler=handler)
+        return command
+
     run = commands.add_parser("run", help="train and evaluate one task over seeds")
     run.add_argument("task", choices=sorted({*TASKS, *ENTRY_TASKS, *REFERENCE_TASKS}))
     run.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -435,19 +443,19 @@ def main() -> None:
         "or several joined by +",
     )
     run.set_defaults(handler=command_run)
-    record = commands.add_parser(
-        "record", help="add finished her-wrap train run folders of a manipulation task"
+    record = entry_command(
+        "record",
+        "add finished her-wrap train run folders of a manipulation task",
+        command_record,
     )
-    record.add_argument("task", choices=sorted(ENTRY_TASKS))
     record.add_argument("run_dirs", type=pathlib.Path, nargs="+", metavar="RUN_DIR")
     record.add_argument("--variant", type=variant_argument, default=None, help="the change the runs made")
-    record.set_defaults(handler=command_record)
-    stopped = commands.add_parser(
+    stopped = entry_command(
         "stopped",
-        help="write the curve of a manipulation run stopped before its budget (not a table row) to a JSON "
+        "write the curve of a manipulation run stopped before its budget (not a table row) to a JSON "
         "file, and evaluate one of its checkpoints",
+        command_stopped,
     )
-    stopped.add_argument("task", choices=sorted(ENTRY_TASKS))
     stopped.add_argument("run_dir", type=pathlib.Path, metavar="RUN_DIR")
     stopped.add_argument("--out", type=pathlib.Path, required=True, help="the JSON file to write")
     stopped.add_argument("--variant", type=variant_argument, default=None, help="the change the run made")
@@ -460,13 +468,12 @@ def main() -> None:
         "on 100 fresh episodes",
     )
     stopped.add_argument("--note", default=None, help="why the run stopped, what shared the machine")
-    stopped.set_defaults(handler=command_stopped)
-    budget = commands.add_parser(
+    budget = entry_command(
         "budget",
-        help="what smaller budgets would have given: every recorded seed of a manipulation row, its "
+        "what smaller budgets would have given: every recorded seed of a manipulation row, its "
         "checkpoints at these env steps on 100 fresh episodes, with the training minutes to each",
+        command_budget,
     )
-    budget.add_argument("task", choices=sorted(ENTRY_TASKS))
     budget.add_argument(
         "--steps",
         type=int,
@@ -476,13 +483,12 @@ def main() -> None:
     )
     budget.add_argument("--variant", type=variant_argument, default=None, help="the row's change")
     budget.add_argument("--out", type=pathlib.Path, default=None, help="a JSON file to write")
-    budget.set_defaults(handler=command_budget)
-    rename = commands.add_parser(
+    rename = entry_command(
         "rename",
-        help="rename a manipulation task's rows once its shipped entry makes a variant's change: rows that "
+        "rename a manipulation task's rows once its shipped entry makes a variant's change: rows that "
         "ran it become the entry's, the others take --previous (lab.row_renames)",
+        command_rename,
     )
-    rename.add_argument("task", choices=sorted(ENTRY_TASKS))
     rename.add_argument(
         "--promoted", type=variant_argument, required=True, help="the variant the entry now ships"
     )
@@ -493,7 +499,6 @@ def main() -> None:
         help="the variant that gives the entry before (needed when a row did not run --promoted)",
     )
     rename.add_argument("--dry-run", action="store_true", help="print the new names, write nothing")
-    rename.set_defaults(handler=command_rename)
     report = commands.add_parser("report", help="print the results tables and write PNG curves under docs/")
     report.add_argument(
         "--write",

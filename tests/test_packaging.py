@@ -121,12 +121,12 @@ def test_wheel_holds_no_tests_or_scripts(wheel: Path, wheel_names: list[str]) ->
     assert top_level == {"her_wrap", dist_info(wheel)}
 
 
-LAB_MODULES = ("experiments.py", "results.py", "row_renames.py", "doc_sections.py")
+LAB_MODULES = ("experiments.py", "results.py", "row_renames.py", "doc_sections.py", "bench.py")
 
 
 def test_wheel_holds_none_of_the_lab(wheel_names: list[str]) -> None:
-    """The experiments, result records, tables and doc sections of the project's own results (``lab/``,
-    built from the same sources) stay out of what users install."""
+    """The experiments, result records, tables, doc sections and benchmark harness of the project's own
+    results (``lab/``, built from the same sources) stay out of what users install."""
     assert (REPO / "lab" / "experiments.py").is_file()
     assert [name for name in wheel_names if name.startswith("lab/") or name.endswith(LAB_MODULES)] == []
 

@@ -1,0 +1,115 @@
+"""The harness of the bench scripts: clocks, workers in fresh interpreters, ratios, targets and pages."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from lab import bench
+from lab.doc_sections import machine_note
+
+
+def test_stopwatch_sums_the_blocks_run_under_it_and_keeps_each_lap() -> None:
+    clock = bench.Stopwatch()
+    for _ in range(2):
+        with clock:
+            time.sleep(0.02)
+    assert len(clock.laps) == 2
+    assert clock.wall == pytest.approx(sum(clock.laps))
+    assert clock.wall >= 0.04
+    assert clock.cpu < clock.wall  # sleeping costs this process no CPU time
+
+
+def test_seconds_per_call_times_at_least_the_calls_asked_for_after_the_warmup() -> None:
+    calls: list[int] = []
+    seconds = bench.seconds_per_call(lambda: calls.append(1), 0.0, min_calls=7, warmup=2)
+    assert len(calls) == 9
+    assert seconds >= 0.0
+
+
+def test_alternated_medians_reports_each_function_in_microseconds_per_call() -> None:
+    medians = bench.alternated_medians(
+        {"slow": lambda: time.sleep(0.002), "fast": lambda: None}, seconds=0.1, rounds=2
+    )
+    assert list(medians) == ["slow", "fast"]
+    assert medians["slow"] >= 2_000 > medians["fast"]
+
+
+def test_random_stepper_resets_the_env_at_an_episodes_end() -> None:
+    from her_wrap import BitFlippingEnv
+
+    env = BitFlippingEnv(n_bits=2, max_steps=3)
+    step = bench.random_stepper(env, seed=0)
+    for _ in range(10):  # more steps than one episode has: without resets the step count passes 3
+        step()
+    assert env.current_step <= 3
+
+
+WORKER = """
+import sys
+from lab import bench
+if sys.argv[1:2] == ["--worker"]:
+    if sys.argv[2] == "fail":
+        sys.exit(3)
+    print("progress line")
+    bench.report_to_parent({"arguments": sys.argv[2:], "path": __import__("pathlib").Path("p")})
+"""
+
+
+@pytest.fixture
+def worker_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A root folder holding a worker module ``fake_worker`` (``lab`` reached through PYTHONPATH)."""
+    (tmp_path / "fake_worker.py").write_text(WORKER)
+    monkeypatch.setattr(bench, "ROOT", tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(Path(bench.__file__).resolve().parents[1]))
+    return tmp_path
+
+
+def test_run_worker_returns_the_json_of_the_workers_last_line(worker_root: Path) -> None:
+    result = bench.run_worker("fake_worker", ["a", "2"])
+    assert result == {"arguments": ["a", "2"], "path": "p"}
+
+
+def test_run_worker_returns_none_and_says_so_when_the_worker_fails(
+    worker_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert bench.run_worker("fake_worker", ["fail"]) is None
+    assert "worker fail failed (exit 3)" in capsys.readouterr().err
+
+
+def test_the_benchmarks_that_start_workers_name_their_own_module() -> None:
+    from lab.benchmarks import learning, replay
+
+    assert learning.WORKER_MODULE == learning.__name__
+    assert replay.WORKER_MODULE == replay.__name__
+
+
+def test_ratio_is_ours_over_the_reference() -> None:
+    assert bench.ratio(3.0, 4.0) == "0.75x"
+
+
+def test_targets_table_says_which_targets_were_met() -> None:
+    lines = bench.targets_table([("fast", "2.00x", True), ("small", "0.50x", False)], heading="goal")
+    assert lines == [
+        "| goal | measured | met |",
+        "|---|---:|:---:|",
+        "| fast | 2.00x | yes |",
+        "| small | 0.50x | no |",
+    ]
+
+
+def test_page_names_the_script_and_its_command_before_the_body_and_ends_with_the_machine() -> None:
+    text = bench.page("Title", "python scripts/bench_x.py --quick", ["| table |"], "Machine: here.")
+    lines = text.splitlines()
+    assert lines[0] == "# Title"
+    assert "Written by `scripts/bench_x.py`" in lines[2]
+    assert lines.index("python scripts/bench_x.py --quick") < lines.index("| table |")
+    assert lines[-1] == "Machine: here."
+
+
+def test_write_page_makes_the_folders_it_needs(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "page.md"
+    bench.write_page(path, bench.page("T", "python scripts/b.py", [], machine_note()))
+    assert path.read_text().startswith("# T\n")
