@@ -708,3 +708,37 @@ def test_a_jax_learner_is_refused_for_several_workers_naming_the_fix() -> None:
     model = HER("MultiInputPolicy", BitFlippingEnv(n_bits=4, continuous=True), sbx.SAC, learning_starts=10)
     with pytest.raises(UnshareableSettingError, match="PyTorch learner"):
         check_shared_settings(model.model)
+
+
+def test_two_torchrun_launchers_on_one_host_train_as_two_machines(tmp_path: Path) -> None:
+    """``torchrun --nnodes 2`` twice, meeting through a c10d rendezvous, as on two machines: one run
+    folder, written by rank 0, holding the agent both trained."""
+    torchrun = Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists():
+        pytest.skip("torchrun is not beside this Python")
+    rendezvous = [
+        "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+        "--rdzv-endpoint", f"127.0.0.1:{_free_port()}", "--rdzv-id", "two-machines",
+    ]  # fmt: skip
+    train = [
+        "-m", "her_wrap.runs.cli", "train", "--env", "BitFlipping-v0", "--seed", "0", "--eval-freq", "0",
+        "-n", "600", "--no-progress", "-f", str(tmp_path / "logs"), "-params", "env_kwargs.n_bits:4",
+        "learning_starts:50", "train_freq:[4,step]", "gradient_steps:1",
+    ]  # fmt: skip
+    launchers = [
+        subprocess.Popen(
+            [str(torchrun), *rendezvous, *train],
+            env=_environment(),
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [launcher.communicate(timeout=240)[0] for launcher in launchers]
+    assert [launcher.returncode for launcher in launchers] == [0, 0], outputs
+    (run_dir,) = (tmp_path / "logs" / "her").glob("BitFlipping-v0_*")
+    recorded = load_yaml_file(run_dir / "BitFlipping-v0" / "args.yml")
+    assert recorded["workers"] == 2
+    assert HER.load(str(run_dir / "BitFlipping-v0.zip")).num_timesteps == 600
