@@ -84,6 +84,14 @@ def test_a_signal_stops_train_with_a_loadable_checkpoint(signum: int, status: in
     assert 0 <= int(np.asarray(action)) < 4
 
 
+def test_train_help_documents_the_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    for fragment in ("SIGTERM", "143", "130", "second signal", "status 3", "status 2"):
+        assert fragment in help_text, fragment
+
+
 def test_a_second_signal_exits_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     exits: list[int] = []
     monkeypatch.setattr(os, "_exit", exits.append)
