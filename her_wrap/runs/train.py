@@ -308,8 +308,14 @@ def _follow(
 
 
 def _entry_workers(args: argparse.Namespace) -> int:
-    """Worker processes the run's config entry asks for (its ``workers``, else 1)."""
+    """Worker processes the run's config entry asks for (its ``workers``, else 1).
+
+    ``-i RUN_FOLDER`` becomes the file it resolves to, so that :func:`train` (in every worker) loads that
+    file and the choice, with what it skipped, is made and reported once.
+    """
     saved = resolve_saved_agent(args.trained_agent) if args.trained_agent is not None else None
+    if saved is not None:
+        args.trained_agent = saved.model
     return arguments.command_config(args, _config_source(args, saved)).workers or 1
 
 

@@ -144,6 +144,24 @@ def test_resuming_a_folder_skips_a_truncated_newest_agent(
     assert "BitFlipping-v0.zip: not a" in out and "rl_model_600_steps.zip: not a" in out
 
 
+def test_train_resuming_a_folder_says_once_what_it_skips(run_with_checkpoints: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / run_with_checkpoints.parent.name / run_with_checkpoints.name
+    run_dir.parent.mkdir(parents=True)
+    subprocess.run(["cp", "-r", str(run_with_checkpoints), str(run_dir)], check=True)
+    _truncate(run_dir / "BitFlipping-v0.zip")
+    resumed = subprocess.run(
+        _train_command(tmp_path / "again", "-n", "700", "-i", str(run_dir)),
+        env=_environment(),
+        capture_output=True,
+        text=True,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    skipped = [line for line in resumed.stdout.splitlines() if line.startswith("Skipping")]
+    assert len(skipped) == 1 and "BitFlipping-v0.zip: not a" in skipped[0]
+    (args_file,) = (tmp_path / "again" / "her").glob("BitFlipping-v0_*/BitFlipping-v0/args.yml")
+    assert f"trained_agent: {run_dir / 'rl_model_600_steps.zip'}" in args_file.read_text()
+
+
 def test_a_truncated_agent_given_directly_is_one_line_naming_the_newest_good_one(
     run_with_checkpoints: Path, tmp_path: Path
 ) -> None:
