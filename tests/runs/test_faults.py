@@ -240,6 +240,10 @@ def test_train_on_a_full_disk_ends_in_one_line_with_the_last_checkpoint_intact(
     assert len(err) == 1 and "no space left" in err[0] and "rl_model_400_steps.zip" in err[0]
     run_dir = _run_folder(tmp_path)
     assert checkpoint_timesteps(run_dir) == [200]
+    # the replay buffer written for the failed checkpoint would only take space: it goes too
+    assert sorted(path.name for path in run_dir.glob("rl_model_replay_buffer_*")) == [
+        "rl_model_replay_buffer_200_steps.pkl"
+    ]
     assert HER.load(str(run_dir / "rl_model_200_steps.zip")).num_timesteps == 200
     assert not list(run_dir.glob(f"{TEMPORARY_PREFIX}*"))
 
