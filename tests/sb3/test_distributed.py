@@ -664,7 +664,6 @@ def test_a_killed_worker_restarts_the_workers_from_the_last_checkpoint_and_the_r
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(2700)  # training may take its 1800 s and enjoy its 600 s
 def test_two_workers_learn_15_bit_flipping(tmp_path: Path) -> None:
     """The shipped BitFlipping-v0 entry (15 bits, DQN) with 2 workers, each its full budget: greedy success.
 
