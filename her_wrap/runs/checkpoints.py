@@ -73,15 +73,23 @@ def checkpoint_model_path(run_dir: Path, timesteps: int) -> Path:
 
 
 def save_agent(agent: HER, model_path: Path, *, replay_buffer_path: Path | None = None) -> None:
-    """Save an agent (and optionally its replay buffer), every file atomically, the zip last.
+    """Save an agent (and optionally its replay buffer), every file atomically, the zip last; when the zip
+    cannot be written, a replay buffer this call created is removed again.
 
     :param agent: a :class:`her_wrap.HER`
     :param model_path: destination of the agent's zip
     :param replay_buffer_path: destination of the replay buffer, or ``None`` to skip it
     """
+    new_replay_buffer = replay_buffer_path is not None and not replay_buffer_path.exists()
     if replay_buffer_path is not None:
         atomic_write(replay_buffer_path, lambda path: agent.save_replay_buffer(str(path)))
-    atomic_write(model_path, lambda path: agent.save(str(path)))
+    try:
+        atomic_write(model_path, lambda path: agent.save(str(path)))
+    except BaseException:
+        # A replay buffer without its agent cannot be resumed, and on a full disk it holds space.
+        if new_replay_buffer and replay_buffer_path is not None:
+            replay_buffer_path.unlink(missing_ok=True)
+        raise
 
 
 def save_normalizer(agent: HER, path: Path) -> bool:

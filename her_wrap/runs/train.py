@@ -14,6 +14,13 @@ with :func:`resumed_seed` of its seed and step count, so that they do not start 
 
 ``--workers N`` (or the entry's ``workers: N``) trains with N worker processes on this machine; see
 :mod:`her_wrap.runs.workers`.
+
+SIGINT (Ctrl-C) or SIGTERM (a job scheduler about to pre-empt) stops a one-worker run at the next env step:
+the agent, its normalization statistics and, with ``--save-replay-buffer``, its replay buffer are saved as
+the checkpoint of that step, one line says where, and the exit status is 128 + the signal's number (130 for
+SIGINT, 143 for SIGTERM); a second signal exits at once, saving nothing more. A run that cannot go on (a
+corrupt saved agent, a full disk, NaN from the env, a diverged learner) ends in one line and status 3, bad
+input in one line and status 2; docs/troubleshooting.md says what to do in each case.
 """
 
 from __future__ import annotations
@@ -302,8 +309,14 @@ def _follow(
 
 
 def _entry_workers(args: argparse.Namespace) -> int:
-    """Worker processes the run's config entry asks for (its ``workers``, else 1)."""
+    """Worker processes the run's config entry asks for (its ``workers``, else 1).
+
+    ``-i RUN_FOLDER`` becomes the file it resolves to, so that :func:`train` (in every worker) loads that
+    file and the choice, with what it skipped, is made and reported once.
+    """
     saved = resolve_saved_agent(args.trained_agent) if args.trained_agent is not None else None
+    if saved is not None:
+        args.trained_agent = saved.model
     return arguments.command_config(args, _config_source(args, saved)).workers or 1
 
 

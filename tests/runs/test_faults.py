@@ -84,6 +84,14 @@ def test_a_signal_stops_train_with_a_loadable_checkpoint(signum: int, status: in
     assert 0 <= int(np.asarray(action)) < 4
 
 
+def test_train_help_documents_the_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    for fragment in ("SIGTERM", "143", "130", "second signal", "status 3", "status 2"):
+        assert fragment in help_text, fragment
+
+
 def test_a_second_signal_exits_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     exits: list[int] = []
     monkeypatch.setattr(os, "_exit", exits.append)
@@ -134,6 +142,24 @@ def test_resuming_a_folder_skips_a_truncated_newest_agent(
     out = capsys.readouterr().out
     assert out.count("Skipping") == 2
     assert "BitFlipping-v0.zip: not a" in out and "rl_model_600_steps.zip: not a" in out
+
+
+def test_train_resuming_a_folder_says_once_what_it_skips(run_with_checkpoints: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / run_with_checkpoints.parent.name / run_with_checkpoints.name
+    run_dir.parent.mkdir(parents=True)
+    subprocess.run(["cp", "-r", str(run_with_checkpoints), str(run_dir)], check=True)
+    _truncate(run_dir / "BitFlipping-v0.zip")
+    resumed = subprocess.run(
+        _train_command(tmp_path / "again", "-n", "700", "-i", str(run_dir)),
+        env=_environment(),
+        capture_output=True,
+        text=True,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    skipped = [line for line in resumed.stdout.splitlines() if line.startswith("Skipping")]
+    assert len(skipped) == 1 and "BitFlipping-v0.zip: not a" in skipped[0]
+    (args_file,) = (tmp_path / "again" / "her").glob("BitFlipping-v0_*/BitFlipping-v0/args.yml")
+    assert f"trained_agent: {run_dir / 'rl_model_600_steps.zip'}" in args_file.read_text()
 
 
 def test_a_truncated_agent_given_directly_is_one_line_naming_the_newest_good_one(
@@ -214,6 +240,10 @@ def test_train_on_a_full_disk_ends_in_one_line_with_the_last_checkpoint_intact(
     assert len(err) == 1 and "no space left" in err[0] and "rl_model_400_steps.zip" in err[0]
     run_dir = _run_folder(tmp_path)
     assert checkpoint_timesteps(run_dir) == [200]
+    # the replay buffer written for the failed checkpoint would only take space: it goes too
+    assert sorted(path.name for path in run_dir.glob("rl_model_replay_buffer_*")) == [
+        "rl_model_replay_buffer_200_steps.pkl"
+    ]
     assert HER.load(str(run_dir / "rl_model_200_steps.zip")).num_timesteps == 200
     assert not list(run_dir.glob(f"{TEMPORARY_PREFIX}*"))
 
