@@ -70,19 +70,26 @@ def atomic_write(destination: Path, write: Callable[[Path], object]) -> None:
 
 
 def _no_space_message(destination: Path, written: int) -> str:
-    """One line on a write the disk had no room for: the path, the space it needs and the space free."""
+    """One line on a write the disk had no room for: the path, the space it needs and the space free.
+
+    The space needed is estimated from what the write had put down before it failed, the file it was to
+    replace, and the largest file of the same kind beside it (the previous checkpoint, for a checkpoint).
+    """
     previous = destination.stat().st_size if destination.is_file() else 0
-    needed = max(written, previous)
+    siblings = [
+        path.stat().st_size for path in destination.parent.glob(f"*{destination.suffix}") if path.is_file()
+    ]
+    needed = max(written, previous, *siblings)
     free = shutil.disk_usage(destination.parent).free
     kept = "its previous version is intact" if previous else "nothing was written there"
     return (
-        f"no space left on the device to write {destination} (it needs {_megabytes(needed)} or more, "
-        f"{_megabytes(free)} free); {kept}. Free some space, or point -f/--log-folder at another disk."
+        f"no space left on the device to write {destination} (it needs about {_size(needed)}, "
+        f"{_size(free)} free); {kept}. Free some space, or point -f/--log-folder at another disk."
     )
 
 
-def _megabytes(size: int) -> str:
-    return f"{size / 1e6:.1f} MB"
+def _size(size: int) -> str:
+    return f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
 
 
 def atomic_write_text(destination: Path, text: str) -> None:

@@ -206,7 +206,7 @@ def test_a_full_disk_is_one_line_and_keeps_the_previous_file(tmp_path: Path) -> 
     with pytest.raises(RunError) as raised:
         atomic_write(target, _full_disk_writer(b"x" * 10))
     message = str(raised.value)
-    assert str(target) in message and "no space left" in message and "MB" in message
+    assert str(target) in message and "no space left" in message and "it needs about 17 kB" in message
     assert "\n" not in message
     assert target.read_text() == "previous version " * 1000
     assert not list(tmp_path.glob(f"{TEMPORARY_PREFIX}*"))
