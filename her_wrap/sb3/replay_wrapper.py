@@ -28,7 +28,7 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.vec_env import VecNormalize
 
 from her_wrap.core.goal_selection import GoalSelectionStrategy
-from her_wrap.envs.goal_wrapper import GoalObservationLayout, HERGoalEnvWrapper
+from her_wrap.envs.goal_wrapper import HERGoalEnvWrapper
 from her_wrap.sb3.her_replay_buffer import HerReplayBuffer
 from her_wrap.sb3.samples import Samples
 
@@ -113,10 +113,44 @@ class HindsightExperienceReplayWrapper:
         done: Any,
         info: dict[str, Any] | list[dict[str, Any]] | None = None,
     ) -> None:
-        """Store one step: see :func:`sb3_add_arguments` for the arguments."""
-        n_envs = self.replay_buffer.n_envs
+        """Store one step, stable-baselines v2's way.
+
+        :param obs_t: flat observation(s) of the ``HERGoalEnvWrapper`` (or goal dicts), before the step;
+            one env's without an env axis when the buffer has one env, as v2 stepped one
+        :param action: the action(s) taken
+        :param reward: the reward(s)
+        :param obs_tp1: the observation(s) after the step
+        :param done: whether the step ended the episode (a time limit's end too, as v2 counted it)
+        :param info: the step's info dict (a list of them for several envs), or None
+        :raises ValueError: when the sizes do not fit the buffer's envs; nothing is stored then
+        """
+        n_envs, layout = self.replay_buffer.n_envs, self.env.layout
+        if info is None:
+            infos: list[dict[str, Any]] = [{} for _ in range(n_envs)]
+        else:
+            infos = [info] if isinstance(info, dict) else list(info)
+        if len(infos) != n_envs:
+            raise ValueError(f"add got {len(infos)} info dicts for {n_envs} envs: pass one per env.")
+        shapes = layout.key_shapes
+
+        def per_env(observation: Any) -> dict[str, np.ndarray]:
+            if isinstance(observation, dict):
+                return {key: np.asarray(observation[key]).reshape(n_envs, *shapes[key]) for key in shapes}
+            array = np.asarray(observation)
+            if array.size != n_envs * layout.flat_size:
+                raise ValueError(
+                    f"add got an observation of shape {array.shape}; the wrapped env's are flat vectors of "
+                    f"{layout.flat_size} entries ({n_envs} of them: one per env)."
+                )
+            return layout.unflatten(array.reshape(n_envs, layout.flat_size))
+
         self.replay_buffer.add(
-            *sb3_add_arguments(n_envs, self.env.layout, obs_t, action, reward, obs_tp1, done, info)
+            per_env(obs_t),
+            per_env(obs_tp1),
+            np.asarray(action),
+            np.asarray(reward, dtype=np.float32).reshape(n_envs),
+            np.asarray(done, dtype=bool).reshape(n_envs),
+            infos,
         )
 
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> Samples:
@@ -276,55 +310,3 @@ def stored_steps(buffer: ReplayBuffer) -> Iterator[AddArguments]:
             buffer.dones[row].astype(bool),
             [{"TimeLimit.truncated": late} for late in truncated],
         )
-
-
-def sb3_add_arguments(
-    n_envs: int,
-    layout: GoalObservationLayout,
-    obs_t: Any,
-    action: Any,
-    reward: Any,
-    obs_tp1: Any,
-    done: Any,
-    info: dict[str, Any] | list[dict[str, Any]] | None = None,
-) -> AddArguments:
-    """stable-baselines v2's ``add(obs_t, action, reward, obs_tp1, done[, info])`` as SB3's arguments.
-
-    :param n_envs: envs of the buffer (v2 stepped one: scalars and single observations are one env's)
-    :param layout: key layout of the wrapped env's flat observations
-    :param obs_t: flat observation(s) of a ``HERGoalEnvWrapper`` (or goal dicts), before the step
-    :param action: the action(s) taken
-    :param reward: the reward(s)
-    :param obs_tp1: the observation(s) after the step
-    :param done: whether the step ended the episode (a time limit's end too, as v2 counted it)
-    :param info: the step's info dict (a list of them for several envs), or None
-    :return: goal dicts with one row per env, actions, rewards, dones and one info dict per env
-    :raises ValueError: when the sizes do not fit ``n_envs`` envs
-    """
-    if info is None:
-        infos: list[dict[str, Any]] = [{} for _ in range(n_envs)]
-    else:
-        infos = [info] if isinstance(info, dict) else list(info)
-    if len(infos) != n_envs:
-        raise ValueError(f"add got {len(infos)} info dicts for {n_envs} envs: pass one per env.")
-    shapes = layout.key_shapes
-
-    def per_env(observation: Any) -> dict[str, np.ndarray]:
-        if isinstance(observation, dict):
-            return {key: np.asarray(observation[key]).reshape(n_envs, *shapes[key]) for key in shapes}
-        array = np.asarray(observation)
-        if array.size != n_envs * layout.flat_size:
-            raise ValueError(
-                f"add got an observation of shape {array.shape}; the wrapped env's are flat vectors of "
-                f"{layout.flat_size} entries ({n_envs} of them: one per env)."
-            )
-        return layout.unflatten(array.reshape(n_envs, layout.flat_size))
-
-    return (
-        per_env(obs_t),
-        per_env(obs_tp1),
-        np.asarray(action),
-        np.asarray(reward, dtype=np.float32).reshape(n_envs),
-        np.asarray(done, dtype=bool).reshape(n_envs),
-        infos,
-    )
