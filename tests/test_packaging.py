@@ -8,6 +8,7 @@ dependencies already installed next to this interpreter through a ``.pth`` file.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -215,3 +216,14 @@ def test_default_config_missing_names_the_fix(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setitem(sys.modules, "her_wrap.configs", None)  # as a stale editable install would have it
     with pytest.raises(UsageError, match="-c/--conf"):
         default_config_path()
+
+
+def test_the_version_is_one_in_the_package_the_metadata_and_the_changelog() -> None:
+    import tomllib
+
+    import her_wrap
+
+    version = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    newest = re.search(r"^## (\S+) \(", (REPO / "CHANGELOG.md").read_text(encoding="utf-8"), re.M)
+    assert her_wrap.__version__ == version
+    assert newest is not None and newest.group(1) == version
