@@ -336,23 +336,50 @@ def _first_non_finite(values: np.ndarray) -> tuple[int, float] | None:
 def check_finite_step(next_obs: np.ndarray | Mapping[str, np.ndarray], reward: np.ndarray, step: int) -> None:
     """Refuse one step of every env column when an observation, a goal or a reward is NaN or infinite.
 
-    A cheap check (one ``np.isfinite`` per field) that replay buffers make before they store a step: a
-    NaN stored once reaches every update that draws it, and a relabeled reward computed from it.
+    A cheap check that replay buffers make before they store a step (one ``np.isfinite`` over the step's
+    values side by side; the fields are looked at one by one only to name the culprit): a NaN stored once
+    reaches every update that draws it, and a relabeled reward computed from it.
 
     :param next_obs: the observations the step returned, a goal dict or flat vectors, envs on axis 0
     :param reward: the step's rewards, one per env column
     :param step: how many steps the buffer has taken, for the message
     :raises NonFiniteDataError: naming the column, the step, the field and the fix
     """
-    fields = next_obs.items() if isinstance(next_obs, Mapping) else (("observation", next_obs),)
-    for name, values in (*fields, ("reward", reward)):
+    reward = np.asarray(reward)
+    n_envs = reward.size
+    arrays = next_obs.values() if isinstance(next_obs, Mapping) else (next_obs,)
+    side_by_side = np.concatenate(
+        [np.asarray(values).reshape(n_envs, -1) for values in arrays] + [reward.reshape(n_envs, 1)], axis=1
+    )
+    if side_by_side.dtype.kind not in "fc" or np.isfinite(side_by_side).all():
+        return
+    fields = [*next_obs.items()] if isinstance(next_obs, Mapping) else [("observation", next_obs)]
+    for name, values in [*fields, ("reward", reward)]:
         values = np.asarray(values)
-        if values.dtype.kind not in "fc":
-            continue
-        found = _first_non_finite(values.reshape(len(values), -1) if values.ndim else values.reshape(1))
+        found = _first_non_finite(values.reshape(n_envs, -1)) if values.dtype.kind in "fc" else None
         if found is not None:
             column, value = found
             raise NonFiniteDataError(
                 f"env column {column} returned {name} = {value} at step {step}; nothing of that step was "
                 "stored. Fix the env (or pass check_finite=False to store non-finite values anyway)."
             )
+
+
+def check_finite_steps(next_obs: Mapping[str, np.ndarray], reward: np.ndarray, first_step: int) -> int | None:
+    """The chunk's index of the first step whose observations, goals or rewards hold a NaN or an infinity.
+
+    The check of :func:`check_finite_step` over a chunk of steps at once (one ``np.isfinite`` per field),
+    for buffers that write steps in chunks.
+
+    :param next_obs: the observations the steps returned, by key, shaped ``(steps, n_envs, ...)``
+    :param reward: the steps' rewards, shaped ``(steps, n_envs)``
+    :param first_step: how many steps the buffer had taken before the chunk, for the message
+    :return: None when every value is finite
+    """
+    finite = np.ones(reward.shape[:2], dtype=bool)
+    for values in (*next_obs.values(), reward):
+        if values.dtype.kind in "fc":
+            finite &= np.isfinite(values.reshape(*reward.shape[:2], -1)).all(axis=2)
+    if finite.all():
+        return None
+    return int(np.argwhere(~finite)[0][0])

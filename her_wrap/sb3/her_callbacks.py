@@ -21,6 +21,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList, Conve
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
+from her_wrap.envs.checks import check_finite_step
 from her_wrap.sb3.vec_flatten import VecGoalFlattenWrapper
 
 if TYPE_CHECKING:
@@ -107,12 +108,35 @@ class HERCallback(BaseCallback):
         self.callback.update_locals(locals_)
 
 
+class RefuseNonFinite(BaseCallback):
+    """Refuse an env step whose observations, goals or rewards hold a NaN or an infinity.
+
+    The learner calls its callbacks after each env step and before it stores the step and asks its policy
+    for the next action: so the step is refused before any of it is stored or reaches the policy, with
+    the env column, the step and the field named (:func:`~her_wrap.envs.checks.check_finite_step`). It
+    reads the raw observations when the learner normalizes them (normalization would clip an infinity).
+    """
+
+    def _on_step(self) -> bool:
+        rewards = self.locals.get("rewards")
+        observations = self.locals.get("new_obs")
+        if rewards is None or observations is None:
+            return True
+        normalizer = self.model.get_vec_normalize_env()
+        if normalizer is not None:
+            observations = normalizer.get_original_obs()
+        check_finite_step(observations, rewards, self.num_timesteps // len(rewards) - 1)
+        return True
+
+
 def as_her_callback(callback: MaybeCallback, her: HER) -> BaseCallback | None:
-    """The callbacks given to ``HER.learn`` (one, a list, or a function), run with HER as their model."""
+    """The callbacks given to ``HER.learn`` (one, a list, or a function), run with HER as their model,
+    after :class:`RefuseNonFinite` unless HER was built with ``check_finite=False``."""
+    checks: list[BaseCallback] = [RefuseNonFinite()] if getattr(her, "check_finite", True) else []
     if callback is None:
-        return None
+        return CallbackList(checks) if checks else None
     if isinstance(callback, list):
         callback = CallbackList(callback)
     elif not isinstance(callback, BaseCallback):
         callback = ConvertCallback(callback)
-    return HERCallback(callback, her)
+    return CallbackList([*checks, HERCallback(callback, her)]) if checks else HERCallback(callback, her)

@@ -27,7 +27,6 @@ from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as StableBas
 from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.core.replay import HindsightReplay
 from her_wrap.core.settings import HindsightSettings
-from her_wrap.envs.checks import check_finite_step
 from her_wrap.envs.goal_wrapper import GoalObservationLayout, layout_space
 from her_wrap.sb3.goal_functions import GoalFunctions
 from her_wrap.sb3.jax_learners import shuffled_rows
@@ -102,8 +101,9 @@ class HerReplayBuffer(InfoProbe, StagedStepWriter, StableBaselinesHerReplayBuffe
         ``sample(batch_size * gradient_steps)`` into consecutive batches while relabeled rows come first:
         shuffled, each batch gets its share ``k / (k + 1)`` of relabeled goals (``HER`` sets it for them)
     :param check_finite: refuse a step whose observations, goals or rewards hold a NaN or an infinity,
-        naming the env column and the step, before anything of it is stored (one ``np.isfinite`` per
-        field and step); False stores them as they come
+        naming the env column and the step, before it is stored (checked as the staged steps are written,
+        one ``np.isfinite`` per field and chunk; the steps before it are stored). ``HER`` also refuses such
+        a step in its learner's loop, before its policy sees it. False stores them as they come
     :param hindsight: the other fields of :class:`~her_wrap.HindsightSettings` (``online``, ``goal_mix``,
         ``n_steps``, ``movement_clip``, ``movement_floor``); ``prioritized`` and ``laber`` are refused,
         naming ``her_wrap.HER``
@@ -264,8 +264,6 @@ class HerReplayBuffer(InfoProbe, StagedStepWriter, StableBaselinesHerReplayBuffe
         :param infos: one info dict per env (a list, or the tuple ``SubprocVecEnv`` gives)
         """
         n_envs = self.n_envs
-        if self.check_finite:
-            check_finite_step(next_obs, reward, self.steps_added)
         self.steps_added += 1
         if type(done) is not np.ndarray or done.dtype != np.bool_ or done.shape != (n_envs,):
             done = np.asarray(done, dtype=bool).reshape(n_envs)

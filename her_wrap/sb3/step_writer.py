@@ -22,7 +22,7 @@ from gymnasium import spaces
 
 from her_wrap.core.replay import HindsightReplay
 from her_wrap.core.storage import FieldSpec
-from her_wrap.envs.checks import reads_infos
+from her_wrap.envs.checks import check_finite_step, check_finite_steps, reads_infos
 from her_wrap.sb3.goal_functions import GoalFunctions
 
 # Fewer staged steps than this are written one by one: a vectorized chunk has a fixed cost of a few
@@ -43,6 +43,10 @@ class StagedStepWriter:
     replay: HindsightReplay
     keys: tuple[str, ...]
     n_envs: int
+    #: refuse steps with NaN or infinite values before they are written (:func:`check_finite_steps`)
+    check_finite: bool
+    #: steps of every env column added so far, staged ones included
+    steps_added: int
 
     def _start_staging(self) -> None:
         self._staged: list[StagedStep] = []
@@ -65,6 +69,8 @@ class StagedStepWriter:
         staged, self._staged = self._staged, []
         if not staged:
             return
+        if self.check_finite:
+            self._refuse_non_finite(staged)
         keep_infos = self.replay.storage.stores_infos
         if len(staged) < _SINGLE_WRITES_BELOW:
             for obs, next_obs, action, reward, terminated, truncated, done, infos in staged:
@@ -104,6 +110,28 @@ class StagedStepWriter:
             infos if keep_infos else None,
         )
         self._pending_next = next_observations[-1]
+
+    def _refuse_non_finite(self, staged: list[StagedStep]) -> None:
+        """Write the steps before the first one holding a NaN or an infinity, then refuse it and the rest.
+
+        Checked once per chunk, before anything of it is stored; a sample writes what is staged first, so
+        no update reads such a value (``HER`` refuses it at the step itself, before its policy sees it).
+
+        :raises NonFiniteDataError: naming the env column, the step and the field
+        """
+        next_observations = {key: stacked_arrays([step[1][key] for step in staged]) for key in self.keys}
+        rewards = stacked_arrays([step[3] for step in staged])
+        first = self.steps_added - len(staged)
+        index = check_finite_steps(next_observations, rewards, first)
+        if index is None:
+            return
+        self._staged = staged[:index]
+        self.check_finite = False  # the steps before it are finite: write them as they are
+        try:
+            self.flush()
+        finally:
+            self.check_finite = True
+        check_finite_step(staged[index][1], staged[index][3], first + index)
 
     def _close_episodes_left(self, observation: dict[str, np.ndarray]) -> None:
         """Close the episodes in progress whose env did not go on from their last next observation.

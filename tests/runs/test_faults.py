@@ -335,3 +335,22 @@ def test_non_finite_parameters_stop_the_run_naming_the_last_checkpoint(tmp_path:
         next(model.policy.parameters()).fill_(float("nan"))
     with pytest.raises(RunError, match=rf"NaN or infinite .*last good checkpoint: {kept}"):
         check.check()
+
+
+def test_the_drop_in_buffer_refuses_nan_before_a_sample_reads_it() -> None:
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from her_wrap.sb3 import HerReplayBuffer
+
+    env = DummyVecEnv([lambda: BitFlippingEnv(n_bits=4, continuous=True)])
+    buffer = HerReplayBuffer(1000, env.observation_space, env.action_space, env, n_sampled_goal=4)
+    obs = env.reset()
+    for step in range(8):
+        next_obs = {key: value.copy() for key, value in obs.items()}
+        if step == 5:
+            next_obs["achieved_goal"][:] = np.inf
+        buffer.add(obs, next_obs, np.zeros((1, 4)), np.zeros(1), np.array([False]), [{}])
+        obs = next_obs
+    with pytest.raises(NonFiniteDataError, match="env column 0 returned achieved_goal = inf at step 5"):
+        buffer.sample(4)
+    assert buffer.replay.storage.n_transitions == 5  # the steps before it, nothing of it or after it
