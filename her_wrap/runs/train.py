@@ -37,6 +37,7 @@ import numpy as np
 
 from her_wrap.envs.checks import NonFiniteDataError
 from her_wrap.runs import arguments, launcher, workers
+from her_wrap.runs.atomic import remove_stale_temporaries
 from her_wrap.runs.checkpoints import (
     SavedAgent,
     checkpoint_paths,
@@ -170,6 +171,8 @@ def train(args: argparse.Namespace) -> RunLayout:
     worker = workers.join_workers(args)  # rank 0 of 1 unless started as one of several workers
     workers.resume_restarted_run(args)  # a restarted group goes on from its newest checkpoint
     saved = resolve_saved_agent(args.trained_agent) if args.trained_agent is not None else None
+    if saved is not None and saved.run is not None and worker.leads:
+        remove_stale_temporaries(saved.run.run_dir)  # what a kill left half written there
     config_source = _config_source(args, saved)
     notes: list[str] = []
     config = arguments.command_config(args, config_source, notes)

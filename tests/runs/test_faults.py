@@ -354,3 +354,27 @@ def test_the_drop_in_buffer_refuses_nan_before_a_sample_reads_it() -> None:
     with pytest.raises(NonFiniteDataError, match="env column 0 returned achieved_goal = inf at step 5"):
         buffer.sample(4)
     assert buffer.replay.storage.n_transitions == 5  # the steps before it, nothing of it or after it
+
+
+def test_resuming_a_folder_removes_what_a_kill_left_half_written(
+    run_with_checkpoints: Path, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / run_with_checkpoints.parent.name / run_with_checkpoints.name
+    run_dir.parent.mkdir(parents=True)
+    subprocess.run(["cp", "-r", str(run_with_checkpoints), str(run_dir)], check=True)
+    (run_dir / "BitFlipping-v0.zip").unlink()  # killed before the end
+    stale = run_dir / f"{TEMPORARY_PREFIX}rl_model_800_steps-x1y2.zip"
+    stale.write_bytes(b"PK half a zip")
+    resumed = subprocess.run(
+        _train_command(tmp_path / "again", "-n", "700", "-i", str(run_dir)),
+        env=_environment(),
+        capture_output=True,
+        text=True,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert not stale.exists()
+    assert sorted(path.name for path in run_dir.glob("rl_model_*_steps.zip")) == [
+        "rl_model_200_steps.zip",
+        "rl_model_400_steps.zip",
+        "rl_model_600_steps.zip",
+    ]
