@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from her_wrap.core.replay import RewardFn, TerminatedFn
+    from her_wrap.core.replay import HindsightReplay
     from her_wrap.core.storage import EpisodeStorage
 
 StepFn = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray | None]]
@@ -62,21 +62,10 @@ def n_step_window(
 
 def add_n_step_returns(
     batch: dict[str, np.ndarray],
-    storage: EpisodeStorage,
+    replay: HindsightReplay,
     rings: np.ndarray,
     columns: np.ndarray,
     relabeled: np.ndarray,
-    *,
-    n_steps: int,
-    discount: float | None,
-    reward_key: str,
-    terminated_key: str | None,
-    achieved_goal_key: str,
-    desired_goal_key: str,
-    goal_in_observation: bool,
-    reward_fn: RewardFn | None,
-    terminated_fn: TerminatedFn | None,
-    goal_of: Callable[[np.ndarray], np.ndarray],
 ) -> None:
     """Turn a batch of one-step samples into n-step ones, for each sample's own (relabeled or original) goal.
 
@@ -88,18 +77,18 @@ def add_n_step_returns(
     :param batch: the relabeled batch drawn at ``rings, columns``; changed in place (its arrays are the
         sample's own copies), ``discounts`` added
     :param relabeled: which rows carry a new goal
-    :param discount: ``gamma``; None is an error naming the fix
-    :param goal_of: maps stored achieved-goal values to goals
+    :param replay: the buffer the batch was drawn from (its storage, keys, reward and termination
+        functions, ``settings.n_steps`` and ``discount``: ``gamma``, None being an error naming the fix)
     """
-    if discount is None:
+    if replay.discount is None:
         raise ValueError(
             "n_steps > 1 needs the discount of the returns: pass discount=gamma to HindsightReplay "
             "(HER and the SB3 buffers pass the learner's gamma)."
         )
-    gamma, n_rows = float(discount), storage.n_rows
-    goals = batch[desired_goal_key]
-    returns = batch[reward_key].astype(np.float64)
-    stored_terminated = terminated_key if terminated_key in batch else None
+    gamma, n_rows = float(replay.discount), replay.storage.n_rows
+    goals = batch[replay.desired_goal_key]
+    returns = batch[replay.reward_key].astype(np.float64)
+    stored_terminated = replay.terminated_key if replay.terminated_key in batch else None
     done = (
         batch[stored_terminated].astype(bool) if stored_terminated is not None else np.zeros(rings.size, bool)
     )
@@ -107,40 +96,44 @@ def add_n_step_returns(
     def step(
         rows: np.ndarray, step_rings: np.ndarray, step_columns: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray | None]:
-        reward = storage.read_field(reward_key, step_rings, step_columns).astype(np.float64)
+        reward = replay.storage.read_field(replay.reward_key, step_rings, step_columns).astype(np.float64)
         terminated = (
-            storage.read_field(stored_terminated, step_rings, step_columns).astype(bool)
+            replay.storage.read_field(stored_terminated, step_rings, step_columns).astype(bool)
             if stored_terminated is not None
             else np.zeros(rows.size, bool)
         )
         new_goal = relabeled[rows]
         if new_goal.any():
-            achieved = goal_of(
-                storage.read_field(
-                    achieved_goal_key, (step_rings[new_goal] + 1) % n_rows, step_columns[new_goal]
+            achieved = replay.goal_of(
+                replay.storage.read_field(
+                    replay.achieved_goal_key, (step_rings[new_goal] + 1) % n_rows, step_columns[new_goal]
                 )
             )
             infos = (
-                None if storage.infos is None else storage.infos[step_rings[new_goal], step_columns[new_goal]]
+                None
+                if replay.storage.infos is None
+                else replay.storage.infos[step_rings[new_goal], step_columns[new_goal]]
             )
-            if reward_fn is None:
+            if replay.reward_fn is None:
                 raise ValueError("n_steps > 1 sums rewards recomputed for each goal: set reward_fn.")
             step_goals = goals[rows[new_goal]]
-            reward[new_goal] = np.asarray(reward_fn(achieved, step_goals, infos)).reshape(-1)
-            if terminated_fn is None:
+            reward[new_goal] = np.asarray(replay.reward_fn(achieved, step_goals, infos)).reshape(-1)
+            if replay.terminated_fn is None:
                 terminated[new_goal] = False
             else:
-                terminated[new_goal] = np.asarray(terminated_fn(achieved, step_goals, infos)).reshape(-1)
+                terminated[new_goal] = np.asarray(replay.terminated_fn(achieved, step_goals, infos)).reshape(
+                    -1
+                )
         return reward, terminated
 
-    taken = n_step_window(storage, rings, columns, n_steps, gamma, returns, done, step)
+    taken = n_step_window(replay.storage, rings, columns, replay.settings.n_steps, gamma, returns, done, step)
     moved = np.flatnonzero(taken > 1)
     if moved.size:
         next_rings, next_columns = (rings[moved] + taken[moved]) % n_rows, columns[moved]
-        for name in storage.observation_specs:
-            if name != desired_goal_key or not goal_in_observation:
-                batch["next_" + name][moved] = storage.read_field(name, next_rings, next_columns)
-    batch[reward_key] = returns.astype(batch[reward_key].dtype)
+        for name in replay.storage.observation_specs:
+            if name != replay.desired_goal_key or not replay.goal_in_observation:
+                batch["next_" + name][moved] = replay.storage.read_field(name, next_rings, next_columns)
+    batch[replay.reward_key] = returns.astype(batch[replay.reward_key].dtype)
     if stored_terminated is not None:
         batch[stored_terminated] = done.astype(batch[stored_terminated].dtype)
     batch["discounts"] = (gamma**taken).astype(np.float32)

@@ -194,7 +194,7 @@ class HindsightReplay:
 
     def read_achieved_goals(self, rings: np.ndarray, columns: np.ndarray) -> np.ndarray:
         """The achieved goals stored at ring rows ``rings`` of ``columns``, as goals (``goal_fn`` applied)."""
-        return self._goal_of(self.storage.read_field(self.achieved_goal_key, rings, columns))
+        return self.goal_of(self.storage.read_field(self.achieved_goal_key, rings, columns))
 
     def _freeze_goals(self, rings: np.ndarray, column: int) -> None:
         assert self.frozen_goals is not None
@@ -231,23 +231,7 @@ class HindsightReplay:
         if goal_rings.size:
             self._relabel(batch, rows, goal_rings, goal_columns, from_desired)
         if self.settings.n_steps > 1:
-            add_n_step_returns(
-                batch,
-                self.storage,
-                rings,
-                columns,
-                relabeled,
-                n_steps=self.settings.n_steps,
-                discount=self.discount,
-                reward_key=self.reward_key,
-                terminated_key=self.terminated_key,
-                achieved_goal_key=self.achieved_goal_key,
-                desired_goal_key=self.desired_goal_key,
-                goal_in_observation=self.goal_in_observation,
-                reward_fn=self.reward_fn,
-                terminated_fn=self.terminated_fn,
-                goal_of=self._goal_of,
-            )
+            add_n_step_returns(batch, self, rings, columns, relabeled)
         batch["indexes"] = draw.indexes
         batch["relabeled"] = relabeled
         if draw.weights is not None:
@@ -325,7 +309,7 @@ class HindsightReplay:
         batch[key][relabeled] = goals
         if self.goal_in_observation:
             batch["next_" + key][relabeled] = goals
-        achieved = self._goal_of(batch["next_" + self.achieved_goal_key][relabeled])
+        achieved = self.goal_of(batch["next_" + self.achieved_goal_key][relabeled])
         infos = batch["infos"][relabeled] if "infos" in batch else None
         if self.reward_fn is not None:
             rewards = np.asarray(self.reward_fn(achieved, goals, infos))
@@ -345,7 +329,7 @@ class HindsightReplay:
                 terminated = np.asarray(self.terminated_fn(achieved, goals, infos))
                 target[relabeled] = terminated.reshape(target[relabeled].shape)
 
-    def _goal_of(self, values: np.ndarray) -> np.ndarray:
+    def goal_of(self, values: np.ndarray) -> np.ndarray:
         return values if self.goal_fn is None else np.asarray(self.goal_fn(values))
 
     # ------------------------------------------------------------------ priorities

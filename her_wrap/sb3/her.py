@@ -196,15 +196,8 @@ class HER(LearnerAttributes):
         self._goal_env: Any = None
 
     def _saved(self) -> SavedHER:
-        return SavedHER(
-            model_class=self.model_class,
-            policy=self.policy_argument,
-            layout=self.layout,
-            settings=self.settings,
-            store_infos=self.store_infos,
-            normalize_kwargs=self.normalize_kwargs,
-            update_options=self.update_options,
-        )
+        kept = ("model_class", "layout", "settings", "store_infos", "normalize_kwargs", "update_options")
+        return SavedHER(policy=self.policy_argument, **{name: getattr(self, name) for name in kept})
 
     def _use_env(self, env: gym.Env | VecEnv | str) -> Any:
         """Take a goal env for relabeling and return the env the learner steps."""
