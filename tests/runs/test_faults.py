@@ -125,6 +125,26 @@ def run_with_checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _run_folder(log_folder)
 
 
+def copy_run(run_dir: Path, tmp_path: Path) -> Path:
+    """A copy of a run folder under ``tmp_path``, in the same ``her/ENV_ID_N`` layout."""
+    copy = tmp_path / run_dir.parent.name / run_dir.name
+    copy.parent.mkdir(parents=True)
+    subprocess.run(["cp", "-r", str(run_dir), str(copy)], check=True)
+    return copy
+
+
+def _resume(run_dir: Path, log_folder: Path) -> subprocess.CompletedProcess[str]:
+    """``her-wrap train -i RUN_DIR`` on to 700 steps, into ``log_folder``; it must succeed."""
+    resumed = subprocess.run(
+        _train_command(log_folder, "-n", "700", "-i", str(run_dir)),
+        env=_environment(),
+        capture_output=True,
+        text=True,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    return resumed
+
+
 def _truncate(path: Path) -> None:
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
 
@@ -132,9 +152,7 @@ def _truncate(path: Path) -> None:
 def test_resuming_a_folder_skips_a_truncated_newest_agent(
     run_with_checkpoints: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run_dir = tmp_path / run_with_checkpoints.parent.name / run_with_checkpoints.name
-    run_dir.parent.mkdir(parents=True)
-    subprocess.run(["cp", "-r", str(run_with_checkpoints), str(run_dir)], check=True)
+    run_dir = copy_run(run_with_checkpoints, tmp_path)
     _truncate(run_dir / "BitFlipping-v0.zip")
     _truncate(run_dir / "rl_model_600_steps.zip")
     saved = resolve_saved_agent(run_dir)
@@ -145,17 +163,9 @@ def test_resuming_a_folder_skips_a_truncated_newest_agent(
 
 
 def test_train_resuming_a_folder_says_once_what_it_skips(run_with_checkpoints: Path, tmp_path: Path) -> None:
-    run_dir = tmp_path / run_with_checkpoints.parent.name / run_with_checkpoints.name
-    run_dir.parent.mkdir(parents=True)
-    subprocess.run(["cp", "-r", str(run_with_checkpoints), str(run_dir)], check=True)
+    run_dir = copy_run(run_with_checkpoints, tmp_path)
     _truncate(run_dir / "BitFlipping-v0.zip")
-    resumed = subprocess.run(
-        _train_command(tmp_path / "again", "-n", "700", "-i", str(run_dir)),
-        env=_environment(),
-        capture_output=True,
-        text=True,
-    )
-    assert resumed.returncode == 0, resumed.stderr
+    resumed = _resume(run_dir, tmp_path / "again")
     skipped = [line for line in resumed.stdout.splitlines() if line.startswith("Skipping")]
     assert len(skipped) == 1 and "BitFlipping-v0.zip: not a" in skipped[0]
     (args_file,) = (tmp_path / "again" / "her").glob("BitFlipping-v0_*/BitFlipping-v0/args.yml")
@@ -165,9 +175,7 @@ def test_train_resuming_a_folder_says_once_what_it_skips(run_with_checkpoints: P
 def test_a_truncated_agent_given_directly_is_one_line_naming_the_newest_good_one(
     run_with_checkpoints: Path, tmp_path: Path
 ) -> None:
-    run_dir = tmp_path / run_with_checkpoints.parent.name / run_with_checkpoints.name
-    run_dir.parent.mkdir(parents=True)
-    subprocess.run(["cp", "-r", str(run_with_checkpoints), str(run_dir)], check=True)
+    run_dir = copy_run(run_with_checkpoints, tmp_path)
     broken = run_dir / "rl_model_600_steps.zip"
     _truncate(broken)
     resumed = subprocess.run(
@@ -359,19 +367,11 @@ def test_the_drop_in_buffer_refuses_nan_before_a_sample_reads_it() -> None:
 def test_resuming_a_folder_removes_what_a_kill_left_half_written(
     run_with_checkpoints: Path, tmp_path: Path
 ) -> None:
-    run_dir = tmp_path / run_with_checkpoints.parent.name / run_with_checkpoints.name
-    run_dir.parent.mkdir(parents=True)
-    subprocess.run(["cp", "-r", str(run_with_checkpoints), str(run_dir)], check=True)
+    run_dir = copy_run(run_with_checkpoints, tmp_path)
     (run_dir / "BitFlipping-v0.zip").unlink()  # killed before the end
     stale = run_dir / f"{TEMPORARY_PREFIX}rl_model_800_steps-x1y2.zip"
     stale.write_bytes(b"PK half a zip")
-    resumed = subprocess.run(
-        _train_command(tmp_path / "again", "-n", "700", "-i", str(run_dir)),
-        env=_environment(),
-        capture_output=True,
-        text=True,
-    )
-    assert resumed.returncode == 0, resumed.stderr
+    _resume(run_dir, tmp_path / "again")
     assert not stale.exists()
     assert sorted(path.name for path in run_dir.glob("rl_model_*_steps.zip")) == [
         "rl_model_200_steps.zip",
