@@ -1,4 +1,4 @@
-"""The manipulation experiments of ``docs/robotics.md``: tasks, one-change variants, and their runs.
+"""The manipulation experiments of ``docs/research/robotics.md``: tasks, one-change variants, and their runs.
 
 A row of the manipulation table is ``her-wrap train`` with the shipped ``configs/her.yml`` entry of a task
 (:data:`ENTRY_TASKS`), possibly changed by a :data:`VARIANTS` entry (``-params`` items; several joined

@@ -1,4 +1,4 @@
-"""The costs behind the scaling model of docs/scaling.md, and the model's predictions from them.
+"""The costs behind the scaling model of docs/research/scaling.md, and the model's predictions from them.
 
 - all-reduce: two gloo workers on this machine (one torch thread each) all-reduce, as
   ``her_wrap.sb3.distributed`` does, one buffer the size of the actor's and one the size of the critic's
