@@ -282,8 +282,14 @@ def test_a_killed_workers_running_trial_is_failed_and_run_again_by_another_worke
     finally:
         hanging.kill()
         hanging.wait()
-    time.sleep(2.5)  # past the grace period: two heartbeats missed
     study = open_study(open_storage(url, heartbeat_interval=1), "killed")
+    # Once two heartbeats are missed the trial is stale: what a worker starting a trial checks first (the
+    # time it takes depends on the machine's load, so the check is repeated until it holds).
+    deadline = time.monotonic() + 60
+    while study.trials[0].state == optuna.trial.TrialState.RUNNING:
+        assert time.monotonic() < deadline, "the killed worker's trial never went stale"
+        time.sleep(0.5)
+        optuna.storages.fail_stale_trials(study)
     run_study(study, quadratic, n_trials=2)
     trials = study.trials
     outcome = (
