@@ -325,7 +325,7 @@ def test_optimize_with_the_default_sqlite_storage(tmp_path: Path) -> None:
 def test_two_optimize_workers_share_one_postgresql_study(tmp_path: Path) -> None:
     import optuna
 
-    from her_wrap.runs.optimize import open_storage
+    from her_wrap.runs.study_storage import open_storage
 
     assert POSTGRES_URL is not None
     study_name = f"test-cli-{uuid.uuid4().hex[:12]}"
