@@ -89,6 +89,9 @@ class HER(LearnerAttributes):
         builds DDPG's and TD3's networks with LayerNorm (:mod:`her_wrap.sb3.policies`)
     """
 
+    #: refuse NaN or infinite env data (a loaded model checks again unless this is set to False)
+    check_finite: bool = True
+
     def __init__(
         self,
         policy: str | type,
@@ -245,7 +248,7 @@ class HER(LearnerAttributes):
             seed=learner.seed,
             gamma=learner.gamma,
             shuffle_rows=is_jax_learner(self.model_class),
-            check_finite=getattr(self, "check_finite", True),
+            check_finite=self.check_finite,
         )
 
     def _attach_batch_source(self) -> None:

@@ -132,7 +132,7 @@ class RefuseNonFinite(BaseCallback):
 def as_her_callback(callback: MaybeCallback, her: HER) -> BaseCallback | None:
     """The callbacks given to ``HER.learn`` (one, a list, or a function), run with HER as their model,
     after :class:`RefuseNonFinite` unless HER was built with ``check_finite=False``."""
-    checks: list[BaseCallback] = [RefuseNonFinite()] if getattr(her, "check_finite", True) else []
+    checks: list[BaseCallback] = [RefuseNonFinite()] if her.check_finite else []
     if callback is None:
         return CallbackList(checks) if checks else None
     if isinstance(callback, list):
