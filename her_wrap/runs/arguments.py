@@ -141,6 +141,25 @@ def positive_int(text: str) -> int:
     return int(value)
 
 
+def positive_float(text: str) -> float:
+    """An argparse type for durations and budgets: a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not 0.0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def unit_fraction(text: str) -> float:
+    """An argparse type for success rates: a number in (0, 1]."""
+    value = positive_float(text)
+    if value > 1.0:
+        raise argparse.ArgumentTypeError(f"expected a success rate in (0, 1], got {text!r}")
+    return value
+
+
 def add_env_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--env", required=True, metavar="ENV_ID", help="gymnasium env id, e.g. BitFlipping-v0"

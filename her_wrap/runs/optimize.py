@@ -20,28 +20,36 @@ was killed) is marked failed by the next trial any worker starts, and run again 
 
 Each worker writes ``best_hyperparams.yml`` (the entry with the best trial's settings, ready for
 ``her-wrap train -c``) and ``trials.csv`` to ``LOG_FOLDER/her/STUDY_NAME/``.
+
+**Minutes to a success rate** (``--minutes-to 0.9``): the value is the wall-clock minutes a trial trained
+(its evaluations left out) until an evaluation first reached that success rate, and the study minimizes it:
+the cheapest recipe wins, not the best-scoring one. A trial stops at that evaluation; it also stops once it
+has trained longer than the best trial so far took (it can no longer win), or at ``--max-minutes``. A trial
+that never got there scores more than any that did (:func:`her_wrap.runs.trials.minutes_value`). Each trial records
+``reached``, ``best_success``, ``train_minutes`` and ``env_steps`` as user attributes (in ``trials.csv``).
+``--space FILE`` samples the keys of a search-space file instead of the learner's space
+(:func:`her_wrap.runs.search_spaces.load_search_space`).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import gc
 import os
 import socket
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from her_wrap.runs import arguments
 from her_wrap.runs.atomic import atomic_write_text
 from her_wrap.runs.config import ConfigEntry, load_entry
-from her_wrap.runs.env_factory import check_env_id, ensure_registered, make_training_envs
+from her_wrap.runs.env_factory import check_env_id, ensure_registered
 from her_wrap.runs.errors import UsageError
-from her_wrap.runs.run_config import RunConfig
 from her_wrap.runs.run_layout import ALGO_FOLDER, folder_name
-from her_wrap.runs.search_spaces import KeyPath, sample_settings
+from her_wrap.runs.search_spaces import Distribution, KeyPath, load_search_space, sample_settings
 from her_wrap.runs.study_storage import DEFAULT_HEARTBEAT_S, hide_password, open_storage
+from her_wrap.runs.trials import minutes_trial, train_trial, trial_value
 from her_wrap.runs.yaml_io import write_yaml_file
 from her_wrap.runs.zoo_translation import parse_override, set_in
 from her_wrap.sb3.evaluation import EvaluationResult
@@ -97,6 +105,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="K",
         help="a trial's value is its mean success over its last K evaluations (default: all of them)",
     )
+    parser.add_argument(
+        "--minutes-to",
+        type=arguments.unit_fraction,
+        default=None,
+        metavar="SUCCESS",
+        help="a trial's value is its training minutes until an evaluation reaches this success rate, and the "
+        "study minimizes it (default: off, the mean success is maximized)",
+    )
+    parser.add_argument(
+        "--max-minutes",
+        type=arguments.positive_float,
+        default=None,
+        metavar="M",
+        help="stop a trial after M minutes of training, evaluations left out (default: no limit but -n)",
+    )
+    parser.add_argument(
+        "--space",
+        default=None,
+        metavar="FILE",
+        help="YAML search space: dotted keys to lists of choices or {low, high, log} ranges (default: the "
+        "learner's own space)",
+    )
 
 
 def make_sampler(name: str, n_startup_trials: int, seed: int | None) -> Any:
@@ -121,18 +151,34 @@ def make_pruner(name: str, n_startup_trials: int, n_evaluations: int) -> Any:
     return optuna.pruners.NopPruner()
 
 
-def open_study(storage: Any, study_name: str, sampler: Any = None, pruner: Any = None) -> Any:
-    """Create the study, or join it when another worker already did; success rate is maximized."""
+def open_study(
+    storage: Any,
+    study_name: str,
+    sampler: Any = None,
+    pruner: Any = None,
+    direction: Literal["maximize", "minimize"] = "maximize",
+) -> Any:
+    """Create the study, or join it when another worker already did.
+
+    :param direction: ``maximize`` (success rates) or ``minimize`` (minutes to a success rate)
+    :raises UsageError: when the study exists with the other direction
+    """
     import optuna
 
-    return optuna.create_study(
+    study = optuna.create_study(
         storage=storage,
         study_name=study_name,
         sampler=sampler,
         pruner=pruner,
-        direction="maximize",
+        direction=direction,
         load_if_exists=True,
     )
+    if study.direction != optuna.study.StudyDirection[direction.upper()]:
+        raise UsageError(
+            f"study {study_name!r} exists and does not {direction} its value: a study of --minutes-to "
+            "minimizes minutes, one without it maximizes success; give another --study-name"
+        )
+    return study
 
 
 def worker_name() -> str:
@@ -174,52 +220,12 @@ def run_study(
     )
 
 
-def train_trial(
-    config: RunConfig,
-    *,
-    n_timesteps: int,
-    n_evaluations: int,
-    eval_episodes: int,
-    seed: int,
-    report: Callable[[int, EvaluationResult], bool],
-    vec_env: str = "dummy",
-    device: str = "auto",
-    verbose: int = 0,
-) -> list[EvaluationResult]:
-    """Train one trial's agent and evaluate it ``n_evaluations`` times on the way.
-
-    :param report: called with the evaluation's index and result; ``False`` stops training (pruned)
-    :return: the evaluations that ran
-    """
-    from her_wrap.runs.callbacks import SuccessEvalCallback
-    from her_wrap.runs.model_factory import build_agent
-
-    envs = make_training_envs(config, seed, vec_env=vec_env)
-    try:
-        agent = build_agent(config, envs.train, seed=seed, verbose=verbose, device=device)
-        evaluation = SuccessEvalCallback(
-            agent,
-            envs.evaluate,
-            eval_freq=max(n_timesteps // n_evaluations, 1),
-            n_eval_episodes=eval_episodes,
-            after_evaluation=lambda result: report(len(evaluation.results) - 1, result),
-            verbose=verbose,
-        )
-        agent.learn(n_timesteps, callback=evaluation, progress_bar=False)
-        return [result for _, result in evaluation.results]
-    finally:
-        envs.close()
-        gc.collect()
-
-
-def trial_value(success_rates: list[float], score_last: int | None = None) -> float:
-    """A trial's value: the mean of its evaluations' success rates, or of the last ``score_last`` of them."""
-    scored = success_rates if score_last is None else success_rates[-score_last:]
-    return sum(scored) / max(len(scored), 1)
-
-
 def make_objective(
-    base: ConfigEntry, fixed: Collection[KeyPath], args: argparse.Namespace, n_timesteps: int
+    base: ConfigEntry,
+    fixed: Collection[KeyPath],
+    args: argparse.Namespace,
+    n_timesteps: int,
+    space: Mapping[KeyPath, Distribution] | None = None,
 ) -> Callable[[Any], float]:
     """The Optuna objective of ``her-wrap optimize`` (see the module docstring)."""
     import optuna
@@ -227,9 +233,11 @@ def make_objective(
     model_class = base.validate().model_class
 
     def objective(trial: Any) -> float:
-        entry = trial_entry(base, trial, fixed, model_class)
+        entry = trial_entry(base, trial, fixed, model_class, space)
         config = base.validate(entry)
         seed = (args.seed if args.seed is not None else arguments.draw_seed()) + trial.number
+        if args.minutes_to is not None:
+            return minutes_trial(trial, config, args, n_timesteps, seed)
 
         def report(index: int, result: EvaluationResult) -> bool:
             trial.report(result.success_rate, step=index)
@@ -254,16 +262,26 @@ def make_objective(
 
 
 def trial_entry(
-    base: ConfigEntry, trial: Any, fixed: Collection[KeyPath], model_class: str
+    base: ConfigEntry,
+    trial: Any,
+    fixed: Collection[KeyPath],
+    model_class: str,
+    space: Mapping[KeyPath, Distribution] | None = None,
 ) -> dict[str, Any]:
     """The base entry with a trial's sampled settings set in it (a new dict)."""
     entry = copy.deepcopy(base.entry)
-    for path, value in sample_settings(trial, model_class, fixed, current=entry).items():
+    for path, value in sample_settings(trial, model_class, fixed, current=entry, space=space).items():
         set_in(entry, path, value)
     return entry
 
 
-def write_results(study: Any, base: ConfigEntry, fixed: Collection[KeyPath], study_dir: Path) -> Path | None:
+def write_results(
+    study: Any,
+    base: ConfigEntry,
+    fixed: Collection[KeyPath],
+    study_dir: Path,
+    space: Mapping[KeyPath, Distribution] | None = None,
+) -> Path | None:
     """Write ``best_hyperparams.yml`` and ``trials.csv``; return the former, or ``None`` before any trial completed."""
     import optuna
 
@@ -273,7 +291,8 @@ def write_results(study: Any, base: ConfigEntry, fixed: Collection[KeyPath], stu
         return None
     best = study.best_trial
     model_class = base.validate().model_class
-    entry = trial_entry(base, optuna.trial.FixedTrial(best.params, number=best.number), fixed, model_class)
+    trial = optuna.trial.FixedTrial(best.params, number=best.number)
+    entry = trial_entry(base, trial, fixed, model_class, space)
     path = study_dir / "best_hyperparams.yml"
     write_yaml_file(path, {base.env_id: base.validate(entry).to_entry()})
     return path
@@ -299,6 +318,7 @@ def optimize(args: argparse.Namespace) -> Any:
     base_config = base.validate()
     check_env_id(base_config.env_id, base_config.env_kwargs)
     fixed = {parse_override(text)[0] for text in args.hyperparams}
+    space = None if args.space is None else load_search_space(args.space)
     n_timesteps = args.n_timesteps or base_config.n_timesteps
     arguments.set_torch_threads(arguments.torch_threads(args.num_threads, base_config.num_threads))
     if (base_config.workers or 1) > 1:
@@ -322,6 +342,7 @@ def optimize(args: argparse.Namespace) -> Any:
         study_name,
         make_sampler(args.sampler, args.n_startup_trials, args.seed),
         make_pruner(args.pruner, args.n_startup_trials, args.n_evaluations),
+        direction="maximize" if args.minutes_to is None else "minimize",
     )
     print(
         f"Study {study_name!r} in {hide_password(storage_url)}: {args.n_trials} trials of {n_timesteps} steps "
@@ -330,17 +351,20 @@ def optimize(args: argparse.Namespace) -> Any:
     )
     run_study(
         study,
-        make_objective(base, fixed, args, n_timesteps),
+        make_objective(base, fixed, args, n_timesteps, space),
         n_trials=args.n_trials,
         n_jobs=args.n_jobs,
         timeout=args.timeout,
     )
-    best_path = write_results(study, base, fixed, study_dir)
+    best_path = write_results(study, base, fixed, study_dir, space)
     if best_path is None:
         print("No trial completed yet (all pruned or failed); see trials.csv", flush=True)
         return study
     best = study.best_trial
-    print(f"Best trial {best.number}: value {best.value:.4f}, params {best.params}", flush=True)
+    unit = "" if args.minutes_to is None else f" (training minutes to success {args.minutes_to})"
+    if args.minutes_to is not None and not best.user_attrs.get("reached"):
+        unit += ": no trial reached it yet, so this is the one that came closest"
+    print(f"Best trial {best.number}: value {best.value:.4f}{unit}, params {best.params}", flush=True)
     print(f"Saved {best_path} (train with: her-wrap train --env {args.env} -c {best_path})", flush=True)
     return study
 

@@ -8,30 +8,56 @@ Two keys stand for more than one setting, as in rl-baselines3-zoo:
   [256, 256, 256]) so that Optuna stores a plain string.
 
 A key the user fixed with ``-params`` is not sampled.
+
+``her-wrap optimize --space FILE`` replaces the learner's space with one of the user's own
+(:func:`load_search_space`): a YAML mapping of dotted keys to a list of choices or to a float range::
+
+    batch_size: [512, 1024, 2048]
+    policy_kwargs.net_arch: [[256, 256], [256, 256, 256]]
+    learning_rate: {low: 1.0e-4, high: 3.0e-3, log: true}
+
+Such a space samples exactly its keys, with no derived settings (``train_freq`` is then only
+``train_freq``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from her_wrap.core.goal_selection import GoalSelectionStrategy
 from her_wrap.core.settings import LaBERVariant
+from her_wrap.runs.errors import UsageError
+from her_wrap.runs.yaml_io import flow_yaml, load_yaml_file
 
 KeyPath = tuple[str, ...]
 
 NET_ARCHS: dict[str, list[int]] = {"small": [64, 64], "medium": [256, 256], "big": [256, 256, 256]}
 
 
+def _is_plain(value: Any) -> bool:
+    """Whether Optuna stores ``value`` as a categorical choice as it is."""
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def choice_label(value: Any) -> Any:
+    """How a choice is stored in the study: itself, or its YAML flow text for a list or a mapping."""
+    return value if _is_plain(value) else flow_yaml(value)
+
+
 @dataclass(frozen=True)
 class Categorical:
-    """One of a few values (numbers, strings, booleans or ``None``)."""
+    """One of a few values. Numbers, strings, booleans and ``None`` are stored as they are; a list or a
+    mapping (``[256, 256]``) is stored as its YAML text (``'[256, 256]'``) and given back as the value."""
 
     choices: tuple[Any, ...]
 
     def suggest(self, trial: Any, name: str) -> Any:
-        return trial.suggest_categorical(name, list(self.choices))
+        labels = [choice_label(choice) for choice in self.choices]
+        label = trial.suggest_categorical(name, labels)
+        return self.choices[labels.index(label)]
 
 
 @dataclass(frozen=True)
@@ -104,8 +130,42 @@ def parameter_name(path: KeyPath) -> str:
     return ".".join(path)
 
 
+def _distribution(value: Any, key: str, source: str) -> Distribution:
+    """One key's distribution in a search-space file: a list of choices, or ``{low, high[, log]}``."""
+    if isinstance(value, list) and value:
+        return Categorical(tuple(value))
+    if isinstance(value, Mapping) and {"low", "high"} <= set(value) <= {"low", "high", "log"}:
+        low, high = value["low"], value["high"]
+        if all(isinstance(bound, (int, float)) and not isinstance(bound, bool) for bound in (low, high)):
+            if low < high and not (value.get("log") and low <= 0):
+                return Uniform(float(low), float(high), bool(value.get("log", False)))
+    raise UsageError(
+        f"{source}: {key}: {value!r} is no search space; give a list of choices ([512, 1024]) or a float "
+        "range ({low: 1.0e-4, high: 1.0e-2, log: true}, low below high, and above 0 with log)"
+    )
+
+
+def load_search_space(path: str | Path) -> dict[KeyPath, Distribution]:
+    """Read a search space of ``her-wrap optimize --space``: dotted keys to choices or float ranges.
+
+    :raises UsageError: when the file is no mapping, or a key's value is neither a list nor a range
+    """
+    data = load_yaml_file(path)
+    if not isinstance(data, Mapping) or not data:
+        raise UsageError(
+            f"{path}: a search space is a YAML mapping of dotted keys to choices, e.g. 'batch_size: [512, 1024]'"
+        )
+    return {
+        tuple(str(key).split(".")): _distribution(value, str(key), str(path)) for key, value in data.items()
+    }
+
+
 def sample_settings(
-    trial: Any, model_class: str, fixed: Collection[KeyPath] = (), current: Mapping[str, Any] | None = None
+    trial: Any,
+    model_class: str,
+    fixed: Collection[KeyPath] = (),
+    current: Mapping[str, Any] | None = None,
+    space: Mapping[KeyPath, Distribution] | None = None,
 ) -> dict[KeyPath, Any]:
     """Sample a trial's settings for a learner.
 
@@ -113,8 +173,15 @@ def sample_settings(
     :param model_class: a learner name (``dqn``, ``sac``, ...)
     :param fixed: key paths the user fixed (``-params``); not sampled
     :param current: the entry being tuned, to keep its ``noise_type`` when it has one
+    :param space: the user's own space (:func:`load_search_space`), sampled as it is, instead of the learner's
     :return: key path -> value, derived settings included, ready for :func:`her_wrap.runs.config.set_in`
     """
+    if space is not None:
+        return {
+            path: distribution.suggest(trial, parameter_name(path))
+            for path, distribution in space.items()
+            if path not in fixed
+        }
     settings: dict[KeyPath, Any] = {}
     for path, distribution in SEARCH_SPACES[model_class].items():
         if path in fixed:

@@ -72,6 +72,11 @@ def dump_yaml(data: Any) -> str:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
+def flow_yaml(data: Any) -> str:
+    """Plain data as one line of flow-style YAML (``[256, 256]``, ``{future: 0.5}``)."""
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=True, width=10_000).strip()
+
+
 def write_yaml_file(path: str | Path, data: Any) -> None:
     """Write plain data as YAML, atomically (a reader never sees half a file).
 
