@@ -47,14 +47,22 @@ from her_wrap.runs.config import ConfigEntry, load_entry
 from her_wrap.runs.env_factory import check_env_id, ensure_registered
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.run_layout import ALGO_FOLDER, folder_name
-from her_wrap.runs.search_spaces import Distribution, KeyPath, load_search_space, sample_settings
+from her_wrap.runs.search_spaces import (
+    Categorical,
+    Distribution,
+    KeyPath,
+    choice_label,
+    load_search_space,
+    parameter_name,
+    sample_settings,
+)
 from her_wrap.runs.study_storage import DEFAULT_HEARTBEAT_S, hide_password, open_storage
 from her_wrap.runs.trials import minutes_trial, train_trial, trial_value
 from her_wrap.runs.yaml_io import write_yaml_file
 from her_wrap.runs.zoo_translation import parse_override, set_in
 from her_wrap.sb3.evaluation import EvaluationResult
 
-SAMPLERS = ("tpe", "random")
+SAMPLERS = ("tpe", "random", "grid")
 PRUNERS = ("median", "halving", "hyperband", "none")
 
 
@@ -85,7 +93,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds between a running trial's heartbeats; a trial silent for twice that long is failed and "
         f"run again (default: {DEFAULT_HEARTBEAT_S}; 0 turns heartbeats off)",
     )
-    parser.add_argument("--sampler", choices=SAMPLERS, default="tpe", help="tpe (default) or random")
+    parser.add_argument(
+        "--sampler",
+        choices=SAMPLERS,
+        default="tpe",
+        help="tpe (default), random, or grid: every combination of a --space file's choices once, in random "
+        "order (the study stops when all ran)",
+    )
     parser.add_argument(
         "--pruner", choices=PRUNERS, default="median", help="median (default), halving, hyperband, none"
     )
@@ -129,9 +143,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def make_sampler(name: str, n_startup_trials: int, seed: int | None) -> Any:
+def make_sampler(
+    name: str, n_startup_trials: int, seed: int | None, space: Mapping[KeyPath, Distribution] | None = None
+) -> Any:
+    """The Optuna sampler ``--sampler`` names; ``grid`` needs a ``--space`` of lists of choices alone.
+
+    :raises UsageError: for ``grid`` without such a space
+    """
     import optuna
 
+    if name == "grid":
+        if space is None or not all(isinstance(choice, Categorical) for choice in space.values()):
+            raise UsageError(
+                "--sampler grid runs every combination of a search space's choices: give --space FILE whose "
+                "keys all list their choices (no {low, high} range)"
+            )
+        grid = {
+            parameter_name(path): [choice_label(value) for value in choice.choices]  # type: ignore[union-attr]
+            for path, choice in space.items()
+        }
+        return optuna.samplers.GridSampler(grid, seed=seed)
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     return optuna.samplers.TPESampler(n_startup_trials=n_startup_trials, seed=seed, multivariate=True)
@@ -319,6 +350,7 @@ def optimize(args: argparse.Namespace) -> Any:
     check_env_id(base_config.env_id, base_config.env_kwargs)
     fixed = {parse_override(text)[0] for text in args.hyperparams}
     space = None if args.space is None else load_search_space(args.space)
+    sampled_space = None if space is None else {path: d for path, d in space.items() if path not in fixed}
     n_timesteps = args.n_timesteps or base_config.n_timesteps
     arguments.set_torch_threads(arguments.torch_threads(args.num_threads, base_config.num_threads))
     if (base_config.workers or 1) > 1:
@@ -340,7 +372,7 @@ def optimize(args: argparse.Namespace) -> Any:
     study = open_study(
         storage,
         study_name,
-        make_sampler(args.sampler, args.n_startup_trials, args.seed),
+        make_sampler(args.sampler, args.n_startup_trials, args.seed, sampled_space),
         make_pruner(args.pruner, args.n_startup_trials, args.n_evaluations),
         direction="maximize" if args.minutes_to is None else "minimize",
     )

@@ -154,3 +154,28 @@ def test_a_maximizing_study_is_not_joined_by_a_minutes_search(tmp_path: Path) ->
     open_study(storage, "success")
     with pytest.raises(UsageError, match="give another --study-name"):
         open_study(storage, "success", direction="minimize")
+
+
+def test_the_grid_sampler_runs_every_combination_of_a_space_once(tmp_path: Path) -> None:
+    space = write_space(tmp_path, "batch_size: [64, 256]\npolicy_kwargs.net_arch: [[64, 64], [32, 32]]\n")
+    status = cli.main(
+        ["optimize", "--env", "BitFlipping-v0", "-params", "env_kwargs.n_bits:4", "-n", "600",
+         "--n-evaluations", "1", "--n-trials", "10", "--sampler", "grid", "--space", str(space), "--seed", "0",
+         "-f", str(tmp_path / "logs")]
+    )  # fmt: skip
+    assert status == 0
+    storage = open_storage(f"sqlite:///{tmp_path / 'logs/her/her-BitFlipping-v0-dqn/study.db'}")
+    trials = optuna.load_study(study_name="her-BitFlipping-v0-dqn", storage=storage).trials
+    combinations = sorted((t.params["batch_size"], t.params["policy_kwargs.net_arch"]) for t in trials)
+    assert combinations == [(64, "[32, 32]"), (64, "[64, 64]"), (256, "[32, 32]"), (256, "[64, 64]")]
+
+
+def test_the_grid_sampler_needs_a_space_of_choices(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = cli.main(
+        ["optimize", "--env", "BitFlipping-v0", "--sampler", "grid", "--space", str(write_space(tmp_path)),
+         "-f", str(tmp_path / "logs")]
+    )  # fmt: skip
+    assert status == 2
+    assert "--sampler grid runs every combination" in capsys.readouterr().err
