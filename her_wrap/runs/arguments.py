@@ -229,7 +229,11 @@ def add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
 def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of every command that trains: how envs run and how evaluations are sized."""
     parser.add_argument(
-        "--vec-env", choices=("dummy", "subproc"), default="dummy", help="how envs run (default: dummy)"
+        "--vec-env",
+        choices=("dummy", "subproc", "thread"),
+        default="dummy",
+        help="how envs run: in turn (dummy, the default), in processes (subproc) or in threads (thread: MuJoCo "
+        "envs step their physics at once)",
     )
     parser.add_argument("--n-envs", type=positive_int, default=None, help="replace the entry's n_envs")
     parser.add_argument(

@@ -57,6 +57,10 @@ def check_env_id(env_id: str, env_kwargs: dict[str, Any]) -> None:
         env.close()
 
 
+#: The ``--vec-env`` choices: how a run's env copies step.
+VEC_ENVS = ("dummy", "subproc", "thread")
+
+
 def make_vec_goal_env(
     env_id: str,
     env_kwargs: dict[str, Any],
@@ -73,7 +77,8 @@ def make_vec_goal_env(
     :param env_kwargs: keyword arguments of ``gymnasium.make``
     :param n_envs: number of copies
     :param seed: copy ``i`` is seeded ``seed + i``
-    :param vec_env: ``"dummy"`` (one process) or ``"subproc"`` (one process per copy)
+    :param vec_env: ``"dummy"`` (one process), ``"subproc"`` (one process per copy) or ``"thread"`` (one
+        process, each copy stepped in a thread: :class:`~her_wrap.sb3.thread_vec_env.ThreadVecEnv`)
     :param monitor_dir: where the monitors write ``{i}.monitor.csv`` (return, length, time and
         ``is_success`` of every episode); ``None`` for monitors that keep no file (evaluation)
     :param grasp_start: share of episodes started with the object in the gripper
@@ -83,8 +88,15 @@ def make_vec_goal_env(
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    if vec_env not in ("dummy", "subproc"):
-        raise UsageError(f"--vec-env must be dummy or subproc, got {vec_env!r}")
+    from her_wrap.sb3.thread_vec_env import ThreadVecEnv
+
+    classes: dict[str, type[DummyVecEnv] | type[SubprocVecEnv]] = {
+        "dummy": DummyVecEnv,
+        "subproc": SubprocVecEnv,
+        "thread": ThreadVecEnv,
+    }
+    if vec_env not in classes:
+        raise UsageError(f"--vec-env must be one of {', '.join(VEC_ENVS)}, got {vec_env!r}")
     if grasp_start is not None:
         _check_grasp_start(env_id, env_kwargs, grasp_start)
     return make_vec_env(
@@ -93,7 +105,7 @@ def make_vec_goal_env(
         seed=seed,
         monitor_dir=None if monitor_dir is None else str(monitor_dir),
         env_kwargs=env_kwargs,
-        vec_env_cls=SubprocVecEnv if vec_env == "subproc" else DummyVecEnv,
+        vec_env_cls=classes[vec_env],
         monitor_kwargs={"info_keywords": MONITOR_INFO_KEYWORDS},
         wrapper_class=None if grasp_start is None else GraspStartWrapper,
         wrapper_kwargs=None if grasp_start is None else {"share": grasp_start},
@@ -138,7 +150,7 @@ def make_training_envs(
 
     :param config: the run's config (env id, env kwargs, n_envs)
     :param seed: training env ``i`` is seeded ``seed + i``, the evaluation env ``seed + EVAL_SEED_OFFSET``
-    :param vec_env: ``dummy`` or ``subproc``
+    :param vec_env: ``dummy``, ``subproc`` or ``thread`` (:data:`VEC_ENVS`)
     :param monitor_dir: where the training monitors write their CSVs, or ``None``
     """
     train_env = make_vec_goal_env(
