@@ -130,6 +130,10 @@ def set_torch_threads(num_threads: int) -> None:
     torch.set_num_threads(num_threads)
 
 
+#: The ``--vec-env`` choices: how a run's env copies step (:func:`her_wrap.runs.env_factory.make_vec_goal_env`).
+VEC_ENVS = ("dummy", "subproc", "thread")
+
+
 def positive_int(text: str) -> int:
     """An argparse type for counts: ``20000``, ``2e4`` and ``20_000`` all read as 20000."""
     try:
@@ -230,7 +234,7 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of every command that trains: how envs run and how evaluations are sized."""
     parser.add_argument(
         "--vec-env",
-        choices=("dummy", "subproc", "thread"),
+        choices=VEC_ENVS,
         default="dummy",
         help="how envs run: in turn (dummy, the default), in processes (subproc) or in threads (thread: MuJoCo "
         "envs step their physics at once)",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium
 
 from her_wrap.envs import GraspStartWrapper, check_goal_env, registry
+from her_wrap.runs.arguments import VEC_ENVS
 from her_wrap.runs.errors import UsageError
 
 if TYPE_CHECKING:
@@ -55,10 +56,6 @@ def check_env_id(env_id: str, env_kwargs: dict[str, Any]) -> None:
         raise UsageError(f"{env_id} cannot be used with HER: {error}") from None
     finally:
         env.close()
-
-
-#: The ``--vec-env`` choices: how a run's env copies step.
-VEC_ENVS = ("dummy", "subproc", "thread")
 
 
 def make_vec_goal_env(
@@ -150,7 +147,7 @@ def make_training_envs(
 
     :param config: the run's config (env id, env kwargs, n_envs)
     :param seed: training env ``i`` is seeded ``seed + i``, the evaluation env ``seed + EVAL_SEED_OFFSET``
-    :param vec_env: ``dummy``, ``subproc`` or ``thread`` (:data:`VEC_ENVS`)
+    :param vec_env: ``dummy``, ``subproc`` or ``thread`` (:data:`~her_wrap.runs.arguments.VEC_ENVS`)
     :param monitor_dir: where the training monitors write their CSVs, or ``None``
     """
     train_env = make_vec_goal_env(

@@ -57,7 +57,7 @@ from her_wrap.runs.search_spaces import (
     sample_settings,
 )
 from her_wrap.runs.study_storage import DEFAULT_HEARTBEAT_S, hide_password, open_storage
-from her_wrap.runs.trials import minutes_trial, train_trial, trial_value
+from her_wrap.runs.trials import minutes_trial, train_trial_with, trial_value
 from her_wrap.runs.yaml_io import write_yaml_file
 from her_wrap.runs.zoo_translation import parse_override, set_in
 from her_wrap.sb3.evaluation import EvaluationResult
@@ -274,17 +274,7 @@ def make_objective(
             trial.report(result.success_rate, step=index)
             return not trial.should_prune()
 
-        results = train_trial(
-            config,
-            n_timesteps=n_timesteps,
-            n_evaluations=args.n_evaluations,
-            eval_episodes=args.eval_episodes,
-            seed=seed,
-            report=report,
-            vec_env=args.vec_env,
-            device=args.device,
-            verbose=max(args.verbose - 1, 0),
-        )
+        results = train_trial_with(args, config, n_timesteps, seed, report)
         if trial.should_prune():
             raise optuna.TrialPruned()
         return trial_value([result.success_rate for result in results], args.score_last)

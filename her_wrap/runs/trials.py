@@ -62,6 +62,31 @@ def train_trial(
         gc.collect()
 
 
+def train_trial_with(
+    args: argparse.Namespace,
+    config: RunConfig,
+    n_timesteps: int,
+    seed: int,
+    report: Callable[[int, EvaluationResult], bool],
+    **options: Any,
+) -> list[EvaluationResult]:
+    """:func:`train_trial` with the command's options: ``--n-evaluations``, ``--eval-episodes``,
+    ``--vec-env``, ``--device`` and ``--verbose`` (one level quieter inside a trial); ``options`` go
+    through as they are."""
+    return train_trial(
+        config,
+        n_timesteps=n_timesteps,
+        n_evaluations=args.n_evaluations,
+        eval_episodes=args.eval_episodes,
+        seed=seed,
+        report=report,
+        vec_env=args.vec_env,
+        device=args.device,
+        verbose=max(args.verbose - 1, 0),
+        **options,
+    )
+
+
 def trial_value(success_rates: list[float], score_last: int | None = None) -> float:
     """A trial's value: the mean of its evaluations' success rates, or of the last ``score_last`` of them."""
     scored = success_rates if score_last is None else success_rates[-score_last:]
@@ -110,16 +135,12 @@ def minutes_trial(
             return False
         return incumbent is None or minutes < incumbent
 
-    results = train_trial(
+    results = train_trial_with(
+        args,
         config,
-        n_timesteps=n_timesteps,
-        n_evaluations=args.n_evaluations,
-        eval_episodes=args.eval_episodes,
-        seed=seed,
-        report=report,
-        vec_env=args.vec_env,
-        device=args.device,
-        verbose=max(args.verbose - 1, 0),
+        n_timesteps,
+        seed,
+        report,
         max_train_seconds=None if args.max_minutes is None else args.max_minutes * 60.0,
         evaluations=evaluations,
     )
