@@ -347,7 +347,9 @@ def check_shipped_entry(
             raise UsageError(f"{run_dir}: {name} is {recorded}, the task's is {value}")
     if args.get("eval_episodes") != task.eval_episodes:
         raise UsageError(f"{run_dir}: eval_episodes is {args.get('eval_episodes')}, not {task.eval_episodes}")
-    shipped = load_run_config(task.config_path(), task.env_id, overrides=overrides, n_timesteps=steps)
+    shipped = load_run_config(
+        task.config_path(), task.env_id, overrides=overrides, n_timesteps=steps, workers=workers
+    )
     ran = build_run_config(entry, task.env_id, str(layout.config_path))
     differences = entry_differences(shipped.to_entry(), ran.to_entry())
     if differences:

@@ -221,6 +221,23 @@ def test_a_run_on_two_workers_is_taken_only_as_the_workers_variant(tmp_path: pat
         )
 
 
+def test_a_run_of_the_divided_entry_on_two_workers_is_taken_as_its_variant(tmp_path: pathlib.Path) -> None:
+    # ``her-wrap train --workers 2`` records the entry it divided among the workers, ``workers: 2`` in it.
+    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    variant = "n-steps-3+workers-2-envs-2"
+    overrides = experiments.variant_overrides(variant)
+    entry = load_run_config(
+        default_config_path(), "FetchPush-v4", n_timesteps=task.steps // 2, overrides=overrides, workers=2
+    ).to_entry()
+    assert entry["workers"] == 2
+    run_dir = fake_run(tmp_path, entry, eval_freq=task.eval_freq // 2, workers=2)
+    experiments.check_shipped_entry(task, run_dir, overrides, workers=experiments.variant_workers(variant))
+    with pytest.raises(UsageError, match="differs in her"):
+        experiments.check_shipped_entry(
+            task, run_dir, experiments.variant_overrides("workers-2-envs-2"), workers=2
+        )
+
+
 def test_a_workers_variant_keeps_the_entry_or_changes_it_and_always_sets_the_workers() -> None:
     assert experiments.VARIANT_WORKERS and set(experiments.VARIANT_WORKERS) <= set(experiments.VARIANTS)
     # Each worker takes the whole entry: her-wrap is told not to divide it among the workers.
