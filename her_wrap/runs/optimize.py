@@ -57,10 +57,9 @@ from her_wrap.runs.search_spaces import (
     sample_settings,
 )
 from her_wrap.runs.study_storage import DEFAULT_HEARTBEAT_S, hide_password, open_storage
-from her_wrap.runs.trials import minutes_trial, train_trial_with, trial_value
+from her_wrap.runs.trials import TrialEvaluation, minutes_trial, train_trial_with, trial_value
 from her_wrap.runs.yaml_io import write_yaml_file
 from her_wrap.runs.zoo_translation import parse_override, set_in
-from her_wrap.sb3.evaluation import EvaluationResult
 
 SAMPLERS = ("tpe", "random", "grid")
 PRUNERS = ("median", "halving", "hyperband", "none")
@@ -270,14 +269,14 @@ def make_objective(
         if args.minutes_to is not None:
             return minutes_trial(trial, config, args, n_timesteps, seed)
 
-        def report(index: int, result: EvaluationResult) -> bool:
-            trial.report(result.success_rate, step=index)
+        def report(evaluation: TrialEvaluation) -> bool:
+            trial.report(evaluation.result.success_rate, step=evaluation.index)
             return not trial.should_prune()
 
-        results = train_trial_with(args, config, n_timesteps, seed, report)
+        evaluations = train_trial_with(args, config, n_timesteps, seed, report)
         if trial.should_prune():
             raise optuna.TrialPruned()
-        return trial_value([result.success_rate for result in results], args.score_last)
+        return trial_value([evaluation.result.success_rate for evaluation in evaluations], args.score_last)
 
     return objective
 

@@ -9,11 +9,28 @@ from __future__ import annotations
 import argparse
 import gc
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from her_wrap.runs.env_factory import make_training_envs
 from her_wrap.runs.run_config import RunConfig
 from her_wrap.sb3.evaluation import EvaluationResult
+
+
+@dataclass(frozen=True)
+class TrialEvaluation:
+    """One evaluation of a trial's agent, as its ``report`` receives it.
+
+    :param index: 0 for the trial's first evaluation, then 1, 2, ...
+    :param env_steps: the env steps the agent had trained on
+    :param train_seconds: the wall time it had trained, evaluations left out
+    :param result: the evaluation's success rate, returns and lengths
+    """
+
+    index: int
+    env_steps: int
+    train_seconds: float
+    result: EvaluationResult
 
 
 def train_trial(
@@ -23,19 +40,16 @@ def train_trial(
     n_evaluations: int,
     eval_episodes: int,
     seed: int,
-    report: Callable[[int, EvaluationResult], bool],
+    report: Callable[[TrialEvaluation], bool],
     vec_env: str = "dummy",
     device: str = "auto",
     verbose: int = 0,
     max_train_seconds: float | None = None,
-    evaluations: list[Any] | None = None,
-) -> list[EvaluationResult]:
+) -> list[TrialEvaluation]:
     """Train one trial's agent and evaluate it ``n_evaluations`` times on the way.
 
-    :param report: called with the evaluation's index and result; ``False`` stops training (pruned)
+    :param report: called with each evaluation as it ends; ``False`` stops training (pruned)
     :param max_train_seconds: stop training after this much wall time, evaluations left out
-    :param evaluations: a list that receives the evaluation callback (its ``results`` and ``train_seconds``
-        give each evaluation's env steps and training seconds as it reports)
     :return: the evaluations that ran
     """
     from her_wrap.runs.callbacks import SuccessEvalCallback
@@ -44,19 +58,24 @@ def train_trial(
     envs = make_training_envs(config, seed, vec_env=vec_env)
     try:
         agent = build_agent(config, envs.train, seed=seed, verbose=verbose, device=device)
+        done: list[TrialEvaluation] = []
+
+        def after_evaluation(result: EvaluationResult) -> bool:
+            env_steps, _ = evaluation.results[-1]
+            done.append(TrialEvaluation(len(done), env_steps, evaluation.train_seconds[-1], result))
+            return report(done[-1])
+
         evaluation = SuccessEvalCallback(
             agent,
             envs.evaluate,
             eval_freq=max(n_timesteps // n_evaluations, 1),
             n_eval_episodes=eval_episodes,
-            after_evaluation=lambda result: report(len(evaluation.results) - 1, result),
+            after_evaluation=after_evaluation,
             max_train_seconds=max_train_seconds,
             verbose=verbose,
         )
-        if evaluations is not None:
-            evaluations.append(evaluation)
         agent.learn(n_timesteps, callback=evaluation, progress_bar=False)
-        return [result for _, result in evaluation.results]
+        return done
     finally:
         envs.close()
         gc.collect()
@@ -67,9 +86,9 @@ def train_trial_with(
     config: RunConfig,
     n_timesteps: int,
     seed: int,
-    report: Callable[[int, EvaluationResult], bool],
+    report: Callable[[TrialEvaluation], bool],
     **options: Any,
-) -> list[EvaluationResult]:
+) -> list[TrialEvaluation]:
     """:func:`train_trial` with the command's options: ``--n-evaluations``, ``--eval-episodes``,
     ``--vec-env``, ``--device`` and ``--verbose`` (one level quieter inside a trial); ``options`` go
     through as they are."""
@@ -125,31 +144,27 @@ def minutes_trial(
     """Train one ``--minutes-to`` trial until it reaches the target, can no longer win, or runs out."""
     target = float(args.minutes_to)
     incumbent = best_reached_minutes(trial.study)
-    evaluations: list[Any] = []
-    reached: list[tuple[float, int]] = []
 
-    def report(_index: int, result: EvaluationResult) -> bool:
-        minutes = evaluations[0].train_seconds[-1] / 60.0
-        if result.success_rate >= target:
-            reached.append((minutes, evaluations[0].results[-1][0]))
+    def report(evaluation: TrialEvaluation) -> bool:
+        if evaluation.result.success_rate >= target:
             return False
-        return incumbent is None or minutes < incumbent
+        return incumbent is None or evaluation.train_seconds / 60.0 < incumbent
 
-    results = train_trial_with(
+    evaluations = train_trial_with(
         args,
         config,
         n_timesteps,
         seed,
         report,
         max_train_seconds=None if args.max_minutes is None else args.max_minutes * 60.0,
-        evaluations=evaluations,
     )
-    best_success = max((result.success_rate for result in results), default=0.0)
-    seconds = evaluations[0].train_seconds if evaluations else []
-    trained_minutes, steps = (seconds[-1] / 60.0, evaluations[0].results[-1][0]) if seconds else (0.0, 0)
-    minutes, steps = reached[0] if reached else (trained_minutes, steps)
-    budget = args.max_minutes if args.max_minutes is not None else trained_minutes
-    trial.set_user_attr("reached", bool(reached))
+    best_success = max((evaluation.result.success_rate for evaluation in evaluations), default=0.0)
+    reaching = [evaluation for evaluation in evaluations if evaluation.result.success_rate >= target]
+    reached = bool(reaching)
+    scored = reaching[0] if reaching else (evaluations[-1] if evaluations else None)
+    minutes, steps = (scored.train_seconds / 60.0, scored.env_steps) if scored is not None else (0.0, 0)
+    budget = args.max_minutes if args.max_minutes is not None else minutes
+    trial.set_user_attr("reached", reached)
     trial.set_user_attr("best_success", best_success)
     trial.set_user_attr("train_minutes", round(minutes, 3))
     trial.set_user_attr("env_steps", int(steps))

@@ -179,3 +179,25 @@ def test_the_grid_sampler_needs_a_space_of_choices(
     )  # fmt: skip
     assert status == 2
     assert "--sampler grid runs every combination" in capsys.readouterr().err
+
+
+def test_a_trial_reports_each_evaluation_with_its_env_steps_and_training_seconds() -> None:
+    from her_wrap.runs.arguments import default_config_path
+    from her_wrap.runs.config import load_run_config
+    from her_wrap.runs.trials import TrialEvaluation, train_trial
+
+    config = load_run_config(default_config_path(), "BitFlipping-v0", overrides=["env_kwargs.n_bits:4"])
+    seen: list[TrialEvaluation] = []
+
+    def report(evaluation: TrialEvaluation) -> bool:
+        seen.append(evaluation)
+        return evaluation.index < 2  # stop after the third
+
+    evaluations = train_trial(
+        config, n_timesteps=1000, n_evaluations=10, eval_episodes=5, seed=0, report=report
+    )
+    assert evaluations == seen
+    assert [evaluation.index for evaluation in seen] == [0, 1, 2]
+    assert [evaluation.env_steps for evaluation in seen] == [100, 200, 300]
+    seconds = [evaluation.train_seconds for evaluation in seen]
+    assert 0 < seconds[0] <= seconds[1] <= seconds[2]
