@@ -9,11 +9,13 @@ import optuna
 import pytest
 
 from her_wrap.runs import cli
+from her_wrap.runs.arguments import default_config_path
+from her_wrap.runs.config import load_run_config
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.optimize import add_arguments, open_study
 from her_wrap.runs.search_spaces import Categorical, Uniform, load_search_space, sample_settings
 from her_wrap.runs.study_storage import open_storage
-from her_wrap.runs.trials import best_reached_minutes, minutes_value
+from her_wrap.runs.trials import TrialEvaluation, best_reached_minutes, minutes_value, train_trial
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -182,9 +184,6 @@ def test_the_grid_sampler_needs_a_space_of_choices(
 
 
 def test_a_trial_reports_each_evaluation_with_its_env_steps_and_training_seconds() -> None:
-    from her_wrap.runs.arguments import default_config_path
-    from her_wrap.runs.config import load_run_config
-    from her_wrap.runs.trials import TrialEvaluation, train_trial
 
     config = load_run_config(default_config_path(), "BitFlipping-v0", overrides=["env_kwargs.n_bits:4"])
     seen: list[TrialEvaluation] = []
