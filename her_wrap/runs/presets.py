@@ -114,15 +114,28 @@ FETCH_REACH_DDPG: dict[str, Any] = preset(
 )
 PANDA_REACH_SAC: dict[str, Any] = preset("PandaReach-v3")
 
-#: Manipulation (FetchPush, FetchPickAndPlace, FetchSlide, PandaPush, PandaPickAndPlace): HER(DDPG),
-#: the FetchPush-v4 entry, without its exploration noise (see :func:`manipulation_ddpg`). Run it with
-#: :data:`MANIPULATION_DDPG_N_ENVS` envs in lockstep and :data:`MANIPULATION_DDPG_NUM_THREADS` torch threads.
-MANIPULATION_DDPG: dict[str, Any] = preset("FetchPush-v4")
-MANIPULATION_DDPG_N_ENVS = shipped_n_envs("FetchPush-v4")
+#: The changes that make FetchPush-v4's entry, tuned for two worker processes, the manipulation recipe of
+#: one process (FetchPush's entry before it took two workers): three hidden layers of 256, one-step
+#: returns, each update's 2048 rows and each cycle's 500 env steps in the one process.
+MANIPULATION_DDPG_CHANGES: tuple[str, ...] = (
+    "her.n_steps:1",
+    "policy_kwargs.net_arch:[256, 256, 256]",
+    "batch_size:2048",
+    "learning_starts:1000",
+    "train_freq:[250, step]",
+    "workers:1",
+)
+
+#: Manipulation (FetchPush, FetchPickAndPlace, FetchSlide, PandaPush, PandaPickAndPlace) in one process:
+#: HER(DDPG), the FetchPush-v4 entry with :data:`MANIPULATION_DDPG_CHANGES`, without its exploration noise
+#: (see :func:`manipulation_ddpg`). Run it with :data:`MANIPULATION_DDPG_N_ENVS` envs in lockstep and
+#: :data:`MANIPULATION_DDPG_NUM_THREADS` torch threads.
+MANIPULATION_DDPG: dict[str, Any] = preset("FetchPush-v4", overrides=MANIPULATION_DDPG_CHANGES)
+MANIPULATION_DDPG_N_ENVS = shipped_n_envs("FetchPush-v4", MANIPULATION_DDPG_CHANGES)
 MANIPULATION_DDPG_NUM_THREADS = shipped_num_threads("FetchPush-v4")
 MANIPULATION_DDPG_NOISE_STD: float = load_run_config(shipped_config_path(), "FetchPush-v4").noise_std or 0.0
 
 
 def manipulation_ddpg(n_actions: int) -> dict[str, Any]:
     """:data:`MANIPULATION_DDPG` with its Gaussian exploration noise for ``n_actions`` action dimensions."""
-    return preset("FetchPush-v4", n_actions=n_actions)
+    return preset("FetchPush-v4", overrides=MANIPULATION_DDPG_CHANGES, n_actions=n_actions)

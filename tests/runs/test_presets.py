@@ -33,7 +33,13 @@ CASES = [
         id="FetchReach-DDPG",
     ),
     pytest.param(presets.PANDA_REACH_SAC, "PandaReach-v3", None, (), id="PandaReach-SAC"),
-    pytest.param(presets.manipulation_ddpg(4), "FetchPush-v4", None, (), id="FetchPush-DDPG"),
+    pytest.param(
+        presets.manipulation_ddpg(4),
+        "FetchPush-v4",
+        None,
+        presets.MANIPULATION_DDPG_CHANGES,
+        id="FetchPush-DDPG-one-process",
+    ),
 ]
 
 
@@ -65,8 +71,19 @@ def comparable(kwargs: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def test_the_manipulation_preset_is_the_one_process_recipe_of_the_fetch_push_entry_on_two_workers():
+    """FetchPush's entry trains on two workers, each with half of an update's rows and of a cycle's env
+    steps; the preset, for a script of one process, keeps the whole of both in that process."""
+    shipped = load_run_config(CONFIG, "FetchPush-v4")
+    assert shipped.workers == 2 and shipped.learner_kwargs["batch_size"] == 1024
+    preset = presets.MANIPULATION_DDPG
+    assert (preset["batch_size"], preset["learning_starts"], preset["train_freq"]) == (2048, 1000, (250, "step"))
+    assert preset["policy_kwargs"] == {"net_arch": [256, 256, 256], "layer_norm": True}
+    assert "n_steps" not in preset and preset["n_sampled_goal"] == 8  # one-step returns, FetchPush's goals
+
+
 def test_manipulation_preset_runs_the_configs_number_of_envs_and_threads():
-    config = load_run_config(CONFIG, "FetchPush-v4")
+    config = load_run_config(CONFIG, "FetchPush-v4", overrides=presets.MANIPULATION_DDPG_CHANGES)
     assert (config.n_envs, config.num_threads) == (
         presets.MANIPULATION_DDPG_N_ENVS,
         presets.MANIPULATION_DDPG_NUM_THREADS,
