@@ -50,6 +50,8 @@ class EntryTask:
     :param eval_episodes: fresh episodes per point
     :param config: the shipped hyperparameter file of the entry (``her.yml``: what ``her-wrap train`` reads
         without ``-c``; ``her_jax.yml``: the SBX learners' entries)
+    :param workers: worker processes the run trains on: the entry's own ``workers`` (its settings each
+        worker's as they stand), or a workers variant's (:data:`VARIANT_WORKERS`, :meth:`with_variant`)
     """
 
     env_id: str
@@ -57,21 +59,23 @@ class EntryTask:
     eval_freq: int = ENTRY_EVAL_FREQ
     eval_episodes: int = ENTRY_EVAL_EPISODES
     config: str = DEFAULT_CONFIG.name
+    workers: int = 1
 
     def config_path(self) -> Path:
         """The shipped file of the entry, beside the ``configs/her.yml`` that ``her-wrap train`` reads."""
         return default_config_path().with_name(self.config)
 
     def train_arguments(
-        self, seed: int, overrides: tuple[str, ...] = (), workers: int = 1, *, config_file: str | None = None
+        self, seed: int, overrides: tuple[str, ...] = (), *, config_file: str | None = None
     ) -> list[str]:
         """The ``her-wrap train`` arguments of one seed (what a recorded run folder is checked against).
 
-        With ``workers`` above 1, every step count is one worker's share (``her-wrap train --workers``
+        With :attr:`workers` above 1, every step count is one worker's share (``her-wrap train --workers``
         counts one worker's env steps), so the run covers :attr:`steps` env steps in all. ``config_file``
         replaces the ``-c configs/...`` path of an entry outside ``configs/her.yml`` (the file to read).
         """
         config = config_file or str(DEFAULT_CONFIG.with_name(self.config))
+        workers = self.workers
         return [
             "--env", self.env_id, "--seed", str(seed), "-n", str(self.steps // workers),
             "--eval-freq", str(self.eval_freq // workers), "--eval-episodes", str(self.eval_episodes),
@@ -82,15 +86,25 @@ class EntryTask:
         ]  # fmt: skip
 
     def with_variant(self, variant: str | None) -> EntryTask:
-        """The task with a variant's budget (``budget-1m``: ``-n 1000000``); itself when it sets none."""
-        budget = variant_budget(variant)
-        return self if budget is None else dataclasses.replace(self, steps=budget)
+        """The task a row of ``variant`` runs: with the variant's budget (``budget-1m``: ``-n 1000000``)
+        and its workers (``workers-2``: 2, ``one-process``: 1; :func:`variant_workers`); itself when the
+        variant sets neither."""
+        budget, workers = variant_budget(variant), variant_workers(variant)
+        if budget is None and workers is None:
+            return self
+        return dataclasses.replace(
+            self,
+            steps=self.steps if budget is None else budget,
+            workers=self.workers if workers is None else workers,
+        )
 
 
-#: The manipulation rows: each task's ``steps`` is its shipped entry's ``n_timesteps`` (the budget of its
-#: target), so a row's command and ``her-wrap train --env ID`` train the same agent.
+#: The manipulation rows: each task's ``steps`` is its shipped entry's ``n_timesteps`` on each of its
+#: ``workers`` (the budget of its target), so a row's command and ``her-wrap train --env ID`` train the same
+#: agent.
 ENTRY_TASKS: dict[str, EntryTask] = {
-    "fetch-push-ddpg": EntryTask("FetchPush-v4", 600_000),
+    # Two workers (the entry's ``workers: 2``), 200k env steps each.
+    "fetch-push-ddpg": EntryTask("FetchPush-v4", 400_000, workers=2),
     # The budget of its target, 0.9 within 60 minutes (the rows of 1M and 1.5M env steps: budget-1m and
     # budget-1.5m).
     "fetch-pick-and-place-ddpg": EntryTask("FetchPickAndPlace-v4", 600_000),
@@ -107,6 +121,9 @@ ENTRY_TASKS: dict[str, EntryTask] = {
     # movement); CrossQ costs more per update, so it wins only if it gets there sooner.
     "fetch-push-sbx-crossq": EntryTask("FetchPush-v4", 400_000, config="her_jax.yml"),
 }
+
+#: The variant that trains an entry tuned for several workers in one process (:data:`VARIANTS`).
+ONE_PROCESS = "one-process"
 
 #: ``-params`` items that draw transitions uniformly (no ``movement_clip``; ``movement_floor`` at its default).
 UNIFORM_DRAWS = ("her.movement_clip:null", f"her.movement_floor:{HindsightSettings().movement_floor}")
@@ -144,7 +161,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "noise-0.1": ("noise_std:0.1",),
     # 20% random actions instead of 30%.
     "random-0.2": ("her.random_action_prob:0.2",),
-    # n-step returns over 2 (3) steps, every reward recomputed for the sample's goal.
+    # n-step returns over 2 (3) steps, every reward recomputed for the sample's goal; one-step returns: the
+    # FetchPush entry before it took 3 steps.
+    "n-steps-1": ("her.n_steps:1",),
     "n-steps-2": ("her.n_steps:2",),
     "n-steps-3": ("her.n_steps:3",),
     # Wider networks at the same update count: 3 x 512 instead of 3 x 256.
@@ -153,6 +172,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # the multiply-adds of an update), a batch of 1024 or 512 instead of 2048, 10 gradient steps per cycle
     # instead of 20.
     "net-2x256": ("policy_kwargs.net_arch:[256, 256]",),
+    # Three hidden layers of 256: the FetchPush entry before it took two.
+    "net-3x256": ("policy_kwargs.net_arch:[256, 256, 256]",),
     "batch-1024": ("batch_size:1024",),
     "batch-512": ("batch_size:512",),
     "updates-10": ("gradient_steps:10",),
@@ -183,16 +204,26 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "workers-2": ("n_envs:1", "batch_size:1024", "learning_starts:500", "workers:2"),
     # The same data per update as workers-2, each worker stepping the entry's 2 envs in lockstep for half
     # as many steps per cycle (train_freq 125 x 2 envs x 2 workers = 500 env steps): one exploration
-    # forward pass and one pass of the collection loop per 2 env steps, as in one worker.
-    "workers-2-envs-2": ("batch_size:1024", "learning_starts:500", "train_freq:[125,step]"),
+    # forward pass and one pass of the collection loop per 2 env steps, as in one worker (FetchPush's entry).
+    "workers-2-envs-2": ("batch_size:1024", "learning_starts:500", "train_freq:[125,step]", "workers:2"),
     # Two workers that each keep the whole recipe, as in the HER paper's regime: a cycle gathers 2 x 500 env
     # steps for the same 20 gradient steps, each averaging 2 x 2048 rows (half the updates per env step on
     # twice the batch; ``workers:2`` keeps her-wrap from dividing the entry among the workers).
     "workers-2-paper": ("workers:2",),
+    # One process with the whole recipe: an update's 2048 rows and a cycle's 500 env steps (250 of each of
+    # 2 envs) in it, as the manipulation entries train: the FetchPush entry before it took two workers.
+    # Before a workers variant (one-process+workers-2), that variant's workers and settings win.
+    ONE_PROCESS: ("batch_size:2048", "learning_starts:1000", "train_freq:[250,step]", "workers:1"),
 }
 
-#: The variants that train on several workers (``her-wrap train --workers N``), by name: N.
-VARIANT_WORKERS: dict[str, int] = {"workers-2": 2, "workers-2-envs-2": 2, "workers-2-paper": 2}
+#: The variants that set the worker processes a row trains on (``her-wrap train --workers N``), by name: N.
+#: A row of none trains on its task's (:attr:`EntryTask.workers`).
+VARIANT_WORKERS: dict[str, int] = {
+    "workers-2": 2,
+    "workers-2-envs-2": 2,
+    "workers-2-paper": 2,
+    ONE_PROCESS: 1,
+}
 
 
 @dataclass(frozen=True)
@@ -276,14 +307,21 @@ def variant_budget(variant: str | None) -> int | None:
     return _at_most_one(variant, budgets, "budget", "budget-N part")
 
 
-def variant_workers(variant: str | None) -> int:
-    """The workers a variant trains on (1 unless one of its parts is in :data:`VARIANT_WORKERS`).
+def variant_workers(variant: str | None) -> int | None:
+    """The workers a variant trains on: its part's in :data:`VARIANT_WORKERS`, None when no part sets them
+    (its task's then, :meth:`EntryTask.with_variant`).
 
-    :raises UsageError: for two parts that both set the workers
+    :data:`ONE_PROCESS` followed by a workers variant (``one-process+workers-2-paper``) trains on that
+    variant's workers, its ``-params`` (``workers:2`` among them) applied after ``one-process``'s.
+
+    :raises UsageError: for two parts that both set the workers, but for ``one-process`` before another
     """
-    counts = [VARIANT_WORKERS[name] for name in (variant or "").split("+") if name in VARIANT_WORKERS]
-    workers = _at_most_one(variant, counts, "workers", "workers-N variant")
-    return 1 if workers is None else workers
+    names = [name for name in (variant or "").split("+") if name in VARIANT_WORKERS]
+    if len(names) == 2 and names[0] == ONE_PROCESS:
+        names = names[1:]
+    return _at_most_one(
+        variant, [VARIANT_WORKERS[name] for name in names], "workers", "workers-N variant (after one-process)"
+    )
 
 
 def _at_most_one(variant: str | None, values: list[int], setting: str, part: str) -> int | None:
@@ -310,16 +348,24 @@ def variant_argument(text: str) -> str:
     return text
 
 
-def entry_differences(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
-    """The keys whose values differ between two validated entries (``RunConfig.to_entry()``), sorted."""
+def entry_differences(first: dict[str, Any], second: dict[str, Any], workers: int = 1) -> list[str]:
+    """The keys whose values differ between two validated entries (``RunConfig.to_entry()``), sorted.
+
+    A run's entry names no ``workers`` when neither its entry nor ``-params`` set them (a run of one
+    process) or when ``her-wrap train`` did not record them yet (the first ``--workers`` runs); such an
+    entry counts as naming the ``workers`` its run trained on, so on one process no ``workers`` and
+    ``workers: 1`` are the same.
+    """
+    first, second = ({"workers": workers, **entry} for entry in (first, second))
     return sorted(key for key in {*first, *second} if first.get(key) != second.get(key))
 
 
 def check_shipped_entry(
-    task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = (), workers: int = 1
+    task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = ()
 ) -> tuple[RunLayout, dict[str, Any]]:
     """The run folder's layout and arguments, once its run is the task's command with the shipped entry
-    (changed by ``overrides``, a variant's ``-params``) on ``workers`` workers.
+    (changed by ``overrides``, a variant's ``-params``) on the task's workers (:attr:`EntryTask.workers`;
+    a row's task is :meth:`EntryTask.with_variant`).
 
     The entries are compared once validated, so an entry written by another version of ``her-wrap train``
     (keys spelled or ordered differently) is the same recipe when it means the same.
@@ -334,7 +380,7 @@ def check_shipped_entry(
     (entry,) = load_yaml_file(layout.config_path).values()
     if args.get("env") != task.env_id:
         raise UsageError(f"{run_dir} trained {args.get('env')}, not {task.env_id}")
-    ran_workers = int(args.get("workers") or 1)
+    ran_workers, workers = int(args.get("workers") or 1), task.workers
     if ran_workers != workers:
         raise UsageError(
             f"{run_dir} trained on {ran_workers} worker(s), not {workers}; pass the --variant it ran"
@@ -351,7 +397,7 @@ def check_shipped_entry(
         task.config_path(), task.env_id, overrides=overrides, n_timesteps=steps, workers=workers
     )
     ran = build_run_config(entry, task.env_id, str(layout.config_path))
-    differences = entry_differences(shipped.to_entry(), ran.to_entry())
+    differences = entry_differences(shipped.to_entry(), ran.to_entry(), workers)
     if differences:
         raise UsageError(
             f"{run_dir} ran another entry than the shipped configs/{task.config} one for {task.env_id}"
@@ -454,7 +500,7 @@ class RunChain:
         return checkpoint_model_path(part.layout.run_dir, timesteps)
 
 
-def check_run(task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = (), workers: int = 1) -> RunChain:
+def check_run(task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = ()) -> RunChain:
     """The row's run that ends in ``run_dir``: its folder and, when it was resumed (``-i``), the folders
     it resumed, each checked to be the task's command (:func:`check_shipped_entry`) with the same seed.
 
@@ -466,7 +512,7 @@ def check_run(task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = (), w
     parts: list[RunPart] = []
     current: Path | None = Path(run_dir)
     while current is not None:
-        layout, args = check_shipped_entry(task, current, overrides, workers)
+        layout, args = check_shipped_entry(task, current, overrides)
         if any(part.layout.run_dir.resolve() == layout.run_dir.resolve() for part in parts):
             raise UsageError(f"{layout.run_dir} resumes itself")
         start = int(args.get("initial_timesteps") or 0)
@@ -501,7 +547,7 @@ def check_run(task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = (), w
             f"{run_dir} resumed a run of another seed ({', '.join(map(str, sorted(seeds)))}): resume with "
             "--seed set to the run's"
         )
-    chain = RunChain(tuple(parts), workers)
+    chain = RunChain(tuple(parts), task.workers)
     chain.curve()  # every part has an evaluation where the next resumed
     return chain
 
@@ -532,13 +578,13 @@ def entry_curve(evaluations_path: Path, workers: int = 1) -> tuple[list[int], li
 def reproducing_commands(task_name: str, task: EntryTask, seed: int, variant: str | None) -> dict[str, str]:
     """A record's ``command`` (this script's) and ``train_command`` (the ``her-wrap train`` it runs).
 
-    ``task`` is the row's task with the variant's budget already applied (:meth:`EntryTask.with_variant`).
+    ``task`` is the row's task with the variant's budget and workers already applied
+    (:meth:`EntryTask.with_variant`).
     """
-    overrides, workers = variant_overrides(variant), variant_workers(variant)
     return {
         "command": f"python scripts/robotics_results.py run {task_name} --seeds {seed}"
         + (f" --variant {variant}" if variant else ""),
-        "train_command": "her-wrap train " + " ".join(task.train_arguments(seed, overrides, workers)),
+        "train_command": "her-wrap train " + " ".join(task.train_arguments(seed, variant_overrides(variant))),
     }
 
 
@@ -555,8 +601,7 @@ def record_entry_run(
     from her_wrap.sb3.her import HER
 
     task = task.with_variant(variant)
-    overrides, workers = variant_overrides(variant), variant_workers(variant)
-    chain = check_run(task, run_dir, overrides, workers)
+    chain = check_run(task, run_dir, variant_overrides(variant))
     layout, args, seed = chain.layout, chain.parts[-1].args, chain.seed
     steps, successes, seconds = chain.curve()
     model = HER.load(str(layout.final_model_path), env=make_goal_env(task.env_id), device="cpu")
@@ -576,13 +621,13 @@ def record_entry_run(
         "train_seconds": seconds[-1],
         "eval_episodes": task.eval_episodes,
         "num_threads": args.get("num_threads"),
-        "workers": workers,
+        "workers": task.workers,
         "load_average": os.getloadavg(),
         "run_dir": str(run_dir),
         **_resumed_fields(chain),
         "settings": config.to_entry(),
         "variant": variant,
-        "overrides": list(overrides),
+        "overrides": list(variant_overrides(variant)),
         **reproducing_commands(task_name, task, seed, variant),
     }
 
@@ -616,8 +661,7 @@ def stopped_run_record(
         checkpoint at ``checkpoint`` (the ones it has are named)
     """
     task = task.with_variant(variant)
-    overrides, workers = variant_overrides(variant), variant_workers(variant)
-    chain = check_run(task, run_dir, overrides, workers)
+    chain = check_run(task, run_dir, variant_overrides(variant))
     seed = chain.seed
     steps, successes, seconds = chain.curve()
     record: dict[str, Any] = {
@@ -689,7 +733,7 @@ def budget_record(
             f"no recorded seed of {task_name}{'+' + variant if variant else ''}: run or record some first"
         )
     task = ENTRY_TASKS[task_name].with_variant(variant)
-    overrides, workers = variant_overrides(variant), variant_workers(variant)
+    overrides, workers = variant_overrides(variant), task.workers
     for budget in budgets:
         if budget % workers:
             raise UsageError(f"budget {budget} is not a multiple of the {workers} workers")
@@ -701,7 +745,7 @@ def budget_record(
             raise UsageError(
                 f"seed {record['seed']}: its run folder {run_dir} is gone; record the row again from a copy"
             )
-        chain = check_run(task, run_dir, overrides, workers)
+        chain = check_run(task, run_dir, overrides)
         if chain.seed != int(record["seed"]):
             raise UsageError(
                 f"the record of seed {record['seed']} names {run_dir}, a run of seed {chain.seed}"
@@ -766,7 +810,7 @@ def run_entry(
 ) -> dict[str, Any]:
     """Train one seed with ``her-wrap train`` in a child process and return its record."""
     arguments = task.with_variant(variant).train_arguments(
-        seed, variant_overrides(variant), variant_workers(variant), config_file=str(task.config_path())
+        seed, variant_overrides(variant), config_file=str(task.config_path())
     )
     command = [sys.executable, "-m", "her_wrap.runs.cli", "train", *arguments, "-f", str(log_folder)]
     print(" ".join(command), flush=True)

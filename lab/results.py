@@ -39,11 +39,16 @@ def load_results(path: Path) -> dict[str, Record]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+def save_results(path: Path, results: Mapping[str, Record]) -> None:
+    """Write the records of a results file, in their order."""
+    path.write_text(json.dumps(results, indent=1))
+
+
 def save_record(path: Path, key: str, record: Record) -> None:
     """Add or replace one record, re-reading the file first (other runs may have written meanwhile)."""
     results = load_results(path)
     results[key] = record
-    path.write_text(json.dumps(results, indent=1))
+    save_results(path, results)
 
 
 def record_label(task: str, variant: str | None) -> str:

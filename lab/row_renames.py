@@ -10,6 +10,10 @@ every row of the results file still says which command trains it::
     python scripts/robotics_results.py rename panda-push-ddpg --promoted movement+budget-440k \
         --previous no-movement+budget-600k
 
+A change of the entry's workers renames the same way: FetchPush's entry on two workers, 2 x 256 networks and
+3-step returns for 400k env steps, measured as ``n-steps-3+net-2x256+workers-2-envs-2+budget-400k``, is named
+from the one-process entry before it by ``n-steps-1+net-3x256+one-process+budget-600k``.
+
 Run it after the entry (``configs/her.yml``) and its task (:data:`~lab.experiments.ENTRY_TASKS`)
 have changed: it refuses a change that the shipped entry does not make yet.
 """
@@ -43,6 +47,13 @@ class Renamed:
 
 def _parts(variant: str | None) -> list[str]:
     return variant.split("+") if variant else []
+
+
+def _budget_last(parts: list[str]) -> list[str]:
+    """Variant parts with the budget part, if any, moved to the end (``td3+budget-1m``)."""
+    return [part for part in parts if budget_of(part) is None] + [
+        part for part in parts if budget_of(part) is not None
+    ]
 
 
 def _entry_settings(task: EntryTask, overrides: tuple[str, ...]) -> dict[str, Any]:
@@ -96,6 +107,7 @@ def rename_entry_rows(
     - A row that ran some parts of ``promoted`` (``previous`` then names one part for each, in the same
       order) loses those and gains the previous parts of the others only: with ``movement+layer-norm``
       promoted and ``no-movement+no-layer-norm`` previous, ``movement`` becomes ``no-layer-norm``.
+    - A renamed row's budget part, if any, comes last (``n-steps-1+no-layer-norm+budget-600k``).
 
     Each renamed row gets its ``variant``, ``overrides``, ``command`` and ``train_command`` from the entry
     as it now is; its curve, settings and figures stay as they ran. Rows of other tasks, and the file's
@@ -109,7 +121,7 @@ def rename_entry_rows(
     :returns: the new results and the renamed rows, in the file's order
     :raises UsageError: when the entry does not make ``promoted`` yet, ``previous`` changes nothing or is
         missing, a row ran part of ``promoted`` and ``previous`` has not one part for each of its parts,
-        a renamed row's env steps are not its new command's budget, or two rows would share a key
+        a renamed row's env steps or workers are not its new command's, or two rows would share a key
     """
     shipped = _entry_settings(task, ())
     _check_promoted(task_name, task, shipped, promoted)
@@ -153,12 +165,18 @@ def rename_entry_rows(
             new_parts = [part for part in undo if not (own_budget and budget_of(part) is not None)] + [
                 part for part in parts if part not in ran
             ]
-        variant = "+".join(new_parts) or None
+        variant = "+".join(_budget_last(new_parts)) or None
         row_task = task.with_variant(variant)
         if record.get("steps") != row_task.steps:
             raise UsageError(
                 f"row {key} ran {record.get('steps')} env steps, but as {record_label(task_name, variant)} "
                 f"its command trains {row_task.steps}: is the budget of {task_name} (or of --previous) right?"
+            )
+        ran_workers = int(record.get("workers") or 1)
+        if ran_workers != row_task.workers:
+            raise UsageError(
+                f"row {key} ran on {ran_workers} worker(s), but as {record_label(task_name, variant)} its "
+                f"command trains on {row_task.workers}: do --promoted and --previous both set the workers?"
             )
         new_key = f"{record_label(task_name, variant)}/{seed}"
         if new_key in updated:

@@ -19,9 +19,10 @@ tables of those pages and README.md, and PNG curves. Three kinds of task:
     python scripts/robotics_results.py record fetch-push-ddpg logs/her/FetchPush-v4_1
 
   ``--variant NAME`` changes the entry (``experiments.VARIANTS``); ``budget-1m`` trains for 1M env steps
-  instead of the entry's ``n_timesteps``; ``workers-2`` trains on two workers
-  (``her-wrap train --workers 2``, every step count halved, the curve counting both workers' env steps);
-  ``fetch-push-sbx-crossq`` runs the SBX entry of ``configs/her_jax.yml``. A run stopped before its
+  in all instead of the entry's; ``workers-2`` trains on two workers (``her-wrap train --workers 2``, every
+  step count halved, the curve counting both workers' env steps), as FetchPush's entry does (its
+  ``workers: 2``; ``one-process`` trains it in one process); ``fetch-push-sbx-crossq`` runs the SBX entry
+  of ``configs/her_jax.yml``. A run stopped before its
   budget is no row; ``stopped`` writes its curve (and a checkpoint's success on 100 fresh episodes) to a
   file of ``docs/experiments/``::
 
@@ -40,7 +41,7 @@ tables of those pages and README.md, and PNG curves. Three kinds of task:
 ``budget`` evaluates the checkpoints of a row's recorded seeds at smaller budgets (what a shorter
 ``n_timesteps`` would have given, each seed on 100 fresh episodes)::
 
-    python scripts/robotics_results.py budget fetch-push-ddpg --steps 400000 500000
+    python scripts/robotics_results.py budget fetch-push-ddpg --steps 200000 300000
 
 When the shipped entry takes a change that a variant measured, ``rename`` renames the task's rows: those
 that ran it become the entry's, the others take the variant that gives the entry before (change
@@ -48,6 +49,9 @@ that ran it become the entry's, the others take the variant that gives the entry
 
     python scripts/robotics_results.py rename panda-push-ddpg --promoted movement+budget-440k \
         --previous no-movement+budget-600k
+    python scripts/robotics_results.py rename fetch-push-ddpg \
+        --promoted n-steps-3+net-2x256+workers-2-envs-2+budget-400k \
+        --previous n-steps-1+net-3x256+one-process+budget-600k
 
 ``python scripts/robotics_results.py report --write`` rewrites the tables and figures.
 """
@@ -99,6 +103,7 @@ from lab.results import (
     readme_table,
     record_label,
     save_record,
+    save_results,
 )
 from lab.row_renames import rename_entry_rows
 
@@ -306,7 +311,7 @@ def command_rename(args: argparse.Namespace) -> None:
     if args.dry_run:
         print(f"(--dry-run: {args.results} left as it is)")
         return
-    args.results.write_text(json.dumps(updated, indent=1))
+    save_results(args.results, updated)
     print(f"renamed {len(renamed)} rows of {args.task} in {args.results}; next: report --write")
 
 
