@@ -115,10 +115,10 @@ ENTRY_TASKS: dict[str, EntryTask] = {
     # The budget of its target, 0.8 within 2 hours (the first row, before the entry took grasp_start 0.5,
     # ran 800k env steps: no-grasp-start+budget-800k).
     "panda-pick-and-place-ddpg": EntryTask("PandaPickAndPlace-v3", 900_000),
-    # SBX's CrossQ (JAX) in the PyTorch entry's regime (configs/her_jax.yml): which learner reaches 0.9 on
-    # FetchPush first in wall time. Its budget, 400k env steps: about the PyTorch entry's env steps to 0.9 when
-    # the row ran (440k-460k on seeds 0-2 with uniform draws; 280k-400k on seeds 0-4 since it draws by
-    # movement); CrossQ costs more per update, so it wins only if it gets there sooner.
+    # SBX's CrossQ (JAX) in the regime of the one-process PyTorch entry then (configs/her_jax.yml): which
+    # learner reaches 0.9 on FetchPush first in wall time. Its budget, 400k env steps: about that entry's env
+    # steps to 0.9 when the row ran (440k-460k on seeds 0-2 with uniform draws; 280k-400k on seeds 0-4 once
+    # it drew by movement); CrossQ costs more per update, so it wins only if it gets there sooner.
     "fetch-push-sbx-crossq": EntryTask("FetchPush-v4", 400_000, config="her_jax.yml"),
 }
 
@@ -245,8 +245,9 @@ class ReferenceTask:
 
 
 #: Each budget is the shipped entry's training minutes on seed 0 to its target: 0.8 for FetchPickAndPlace
-#: and PandaPickAndPlace, 0.5 for FetchSlide, 0.9 for PandaPush (for FetchPush, its whole 600k-step run), so a
-#: row shows where the zoo's recipe stands when her_wrap's gets there.
+#: and PandaPickAndPlace, 0.5 for FetchSlide, 0.9 for PandaPush (for FetchPush, the whole 600k-step run of
+#: its one-process entry then, more than the two-worker entry's 11 minutes), so a row shows where the zoo's
+#: recipe stands when her_wrap's gets there.
 REFERENCE_TASKS: dict[str, ReferenceTask] = {
     "fetch-push-zoo-tqc": ReferenceTask("FetchPush-v4", "tqc", "FetchPush-v1", 25.0, 1_000),
     "fetch-pick-and-place-zoo-tqc": ReferenceTask(
