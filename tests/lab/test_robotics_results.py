@@ -2,11 +2,13 @@
 
 A manipulation row must be the shipped ``configs/her.yml`` entry (or a named variant of it) run with the
 row's command; these tests build run folders as ``her-wrap train`` writes them and check which are taken.
-The tables show every seed on its own, then the median and the worst seed.
+FetchSlide's entry trains in one process, FetchPush's on two workers (its ``workers: 2``). The tables show
+every seed on its own, then the median and the worst seed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 import zipfile
 from typing import Any
@@ -21,6 +23,9 @@ from her_wrap.runs.yaml_io import load_yaml_file, write_yaml_file
 from lab import experiments, results
 
 RESULTS_FILE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "robotics_results.json"
+#: A task whose shipped entry trains in one process, and the one whose entry trains on two workers.
+ONE_PROCESS = "fetch-slide-ddpg"
+TWO_WORKERS = "fetch-push-ddpg"
 
 
 def write_agent_zip(path: pathlib.Path) -> None:
@@ -34,7 +39,7 @@ def fake_run(
     entry: dict[str, Any],
     *,
     eval_freq: int = 20_000,
-    env_id: str = "FetchPush-v4",
+    env_id: str = "FetchSlide-v4",
     workers: int = 1,
 ) -> pathlib.Path:
     """A run folder holding what ``her-wrap train`` records: the resolved entry and the arguments."""
@@ -46,48 +51,76 @@ def fake_run(
     return run_dir
 
 
-def shipped_entry(
-    steps: int, overrides: tuple[str, ...] = (), config: pathlib.Path | None = None
+def command_entry(
+    task: experiments.EntryTask, overrides: tuple[str, ...] = (), *, steps: int | None = None
 ) -> dict[str, Any]:
+    """The entry ``her-wrap train`` records for ``task``'s command with ``overrides``: on the task's
+    workers, each worker's share of ``steps`` (the task's by default)."""
     return load_run_config(
-        config or default_config_path(), "FetchPush-v4", n_timesteps=steps, overrides=overrides
+        task.config_path(),
+        task.env_id,
+        n_timesteps=(steps or task.steps) // task.workers,
+        overrides=overrides,
+        workers=task.workers,
     ).to_entry()
 
 
-def test_a_run_of_the_shipped_entry_is_taken(tmp_path: pathlib.Path) -> None:
-    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
-    _, args = experiments.check_shipped_entry(task, fake_run(tmp_path, shipped_entry(task.steps)))
+def command_run(
+    tmp_path: pathlib.Path, task: experiments.EntryTask, entry: dict[str, Any] | None = None
+) -> pathlib.Path:
+    """A run folder of ``task``'s command (``entry``: the entry it recorded, :func:`command_entry`'s by
+    default), with the task's workers and evaluation schedule."""
+    return fake_run(
+        tmp_path,
+        command_entry(task) if entry is None else entry,
+        eval_freq=task.eval_freq // task.workers,
+        env_id=task.env_id,
+        workers=task.workers,
+    )
+
+
+@pytest.mark.parametrize("name", [ONE_PROCESS, TWO_WORKERS])
+def test_a_run_of_the_shipped_entry_is_taken(tmp_path: pathlib.Path, name: str) -> None:
+    task = experiments.ENTRY_TASKS[name]
+    _, args = experiments.check_shipped_entry(task, command_run(tmp_path, task))
     assert args["seed"] == 3
 
 
-def test_a_changed_entry_is_refused_naming_the_difference(tmp_path: pathlib.Path) -> None:
-    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
-    entry = {**shipped_entry(task.steps), "batch_size": 256}
+@pytest.mark.parametrize("name", [ONE_PROCESS, TWO_WORKERS])
+def test_a_changed_entry_is_refused_naming_the_difference(tmp_path: pathlib.Path, name: str) -> None:
+    task = experiments.ENTRY_TASKS[name]
+    entry = {**command_entry(task), "batch_size": 256}
     with pytest.raises(UsageError, match="differs in batch_size"):
-        experiments.check_shipped_entry(task, fake_run(tmp_path, entry))
+        experiments.check_shipped_entry(task, command_run(tmp_path, task, entry))
 
 
 def test_another_budget_or_schedule_is_refused(tmp_path: pathlib.Path) -> None:
-    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    task = experiments.ENTRY_TASKS[ONE_PROCESS]
     with pytest.raises(UsageError, match="n_timesteps is 1000"):
-        experiments.check_shipped_entry(task, fake_run(tmp_path / "a", shipped_entry(1000)))
+        experiments.check_shipped_entry(task, fake_run(tmp_path / "a", command_entry(task, steps=1000)))
     with pytest.raises(UsageError, match="eval_freq is 5000"):
-        experiments.check_shipped_entry(
-            task, fake_run(tmp_path / "b", shipped_entry(task.steps), eval_freq=5000)
-        )
+        experiments.check_shipped_entry(task, fake_run(tmp_path / "b", command_entry(task), eval_freq=5000))
 
 
-def test_a_variant_run_is_taken_only_as_that_variant(tmp_path: pathlib.Path) -> None:
-    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+@pytest.mark.parametrize("name", [ONE_PROCESS, TWO_WORKERS])
+def test_a_variant_run_is_taken_only_as_that_variant(tmp_path: pathlib.Path, name: str) -> None:
+    task = experiments.ENTRY_TASKS[name]
     assert experiments.VARIANTS  # the loop below is not empty
-    shipped = load_run_config(default_config_path(), task.env_id)
+    shipped = command_entry(task)
+    taken = []
     for variant, overrides in experiments.VARIANTS.items():
-        if load_run_config(default_config_path(), task.env_id, overrides=overrides) == shipped:
-            continue  # a variant of the other tasks' entries (FetchPush already has its change)
-        run_dir = fake_run(tmp_path / variant, shipped_entry(task.steps, overrides))
-        experiments.check_shipped_entry(task, run_dir, overrides)
+        row = task.with_variant(variant)
+        if row.workers == task.workers and not experiments.entry_differences(
+            shipped, command_entry(row, overrides), task.workers
+        ):
+            continue  # a variant of another task's entry (this one already has its change)
+        run_dir = command_run(tmp_path / variant, row, command_entry(row, overrides))
+        experiments.check_shipped_entry(row, run_dir, overrides)
         with pytest.raises(UsageError, match="pass the --variant it ran"):
             experiments.check_shipped_entry(task, run_dir)
+        taken.append(variant)
+    # FetchPush's entry is FetchSlide's regime on two workers: one-process undoes that on FetchPush alone.
+    assert ("one-process" in taken) == (name == TWO_WORKERS) and ("workers-2" in taken)
 
 
 @pytest.mark.parametrize("variant", sorted(set(experiments.VARIANTS) - set(experiments.VARIANT_WORKERS)))
@@ -166,12 +199,13 @@ def test_fetch_push_and_slide_entries_alone_have_layer_norm_and_a_variant_gives_
         task.env_id: load_run_config(default_config_path(), task.env_id).learner_kwargs["policy_kwargs"]
         for task in experiments.ENTRY_TASKS.values()
     }
-    with_layer_norm = {"net_arch": [256, 256, 256], "layer_norm": True}
-    assert policy_kwargs.pop("FetchPush-v4") == policy_kwargs.pop("FetchSlide-v4") == with_layer_norm
+    assert policy_kwargs.pop("FetchPush-v4") == {"net_arch": [256, 256], "layer_norm": True}
+    assert policy_kwargs.pop("FetchSlide-v4") == {"net_arch": [256, 256, 256], "layer_norm": True}
     assert all(kwargs == {"net_arch": [256, 256, 256]} for kwargs in policy_kwargs.values())
     shipped = load_run_config(default_config_path(), env_id)
     undone = load_run_config(default_config_path(), env_id, overrides=experiments.VARIANTS["no-layer-norm"])
-    assert undone.learner_kwargs["policy_kwargs"] == {"net_arch": [256, 256, 256], "layer_norm": False}
+    net_arch = shipped.learner_kwargs["policy_kwargs"]["net_arch"]
+    assert undone.learner_kwargs["policy_kwargs"] == {"net_arch": net_arch, "layer_norm": False}
     assert {**undone.to_entry(), "policy_kwargs": None} == {**shipped.to_entry(), "policy_kwargs": None}
 
 
@@ -187,54 +221,103 @@ def test_variants_joined_by_plus_make_both_changes_and_are_taken_only_as_both(tm
     assert overrides == (*experiments.VARIANTS["n-sampled-goal-4"], *experiments.VARIANTS["td3"])
     config = load_run_config(default_config_path(), "FetchPush-v4", overrides=overrides)
     assert config.model_class == "td3" and config.hindsight.n_sampled_goal == 4
-    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
-    run_dir = fake_run(tmp_path, shipped_entry(task.steps, overrides))
+    task = experiments.ENTRY_TASKS[TWO_WORKERS]
+    run_dir = command_run(tmp_path, task, command_entry(task, overrides))
     experiments.check_shipped_entry(task, run_dir, overrides)
     with pytest.raises(UsageError, match="pass the --variant it ran"):
         experiments.check_shipped_entry(task, run_dir, experiments.variant_overrides("td3"))
 
 
 def test_a_workers_variant_splits_the_budget_and_schedules_among_the_workers() -> None:
-    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    task = experiments.ENTRY_TASKS[ONE_PROCESS]
     assert experiments.variant_workers("workers-2") == experiments.variant_workers("td3+workers-2") == 2
-    assert experiments.variant_workers(None) == experiments.variant_workers("td3") == 1
-    arguments = task.train_arguments(0, experiments.variant_overrides("workers-2"), workers=2)
+    assert experiments.variant_workers(None) is None and experiments.variant_workers("td3") is None
+    row = task.with_variant("td3+workers-2")
+    assert row.workers == 2 and row.steps == task.steps
+    arguments = row.train_arguments(0, experiments.variant_overrides("workers-2"))
     cut = arguments.index("-params")
     options = dict(zip(arguments[:cut:2], arguments[1:cut:2], strict=True))
     assert "workers:2" in arguments[cut:]  # each worker takes the settings as given, undivided
     assert options["-n"] == str(task.steps // 2) and options["--eval-freq"] == str(task.eval_freq // 2)
     assert options["--save-freq"] == str(experiments.ENTRY_SAVE_FREQ // 2) and options["--workers"] == "2"
-    assert "--workers" not in task.train_arguments(0)
+    assert "--workers" not in task.train_arguments(0) and task.with_variant("td3").workers == 1
+
+
+def train_options(arguments: list[str]) -> dict[str, str]:
+    """The options of ``her-wrap train`` arguments before any ``-params``."""
+    cut = arguments.index("-params") if "-params" in arguments else len(arguments)
+    return dict(zip(arguments[:cut:2], arguments[1:cut:2], strict=True))
+
+
+def test_an_entry_with_its_own_workers_trains_on_them_each_its_share_of_the_env_steps() -> None:
+    task = experiments.ENTRY_TASKS[TWO_WORKERS]
+    arguments = task.train_arguments(0)
+    assert task.workers == 2 and task.steps == 400_000 and "-params" not in arguments
+    assert train_options(arguments) == {
+        "--env": "FetchPush-v4",
+        "--seed": "0",
+        "-n": "200000",
+        "--eval-freq": "10000",
+        "--eval-episodes": "50",
+        "--save-freq": "50000",
+        "--workers": "2",
+    }
+    # The row's command trains what ``her-wrap train --env FetchPush-v4`` trains: the entry as it stands.
+    shipped = load_run_config(default_config_path(), "FetchPush-v4")
+    assert shipped.workers == 2 and shipped.n_timesteps == 200_000
+    assert load_run_config(default_config_path(), "FetchPush-v4", n_timesteps=200_000, workers=2) == shipped
+    # A variant that sets no workers keeps the entry's; one-process trains it in one process.
+    assert task.with_variant("td3").workers == task.with_variant("budget-600k").workers == 2
+    assert train_options(task.with_variant("budget-600k").train_arguments(0))["-n"] == "300000"
+    one = task.with_variant("one-process+budget-600k")
+    options = train_options(one.train_arguments(0, experiments.variant_overrides("one-process")))
+    assert one.workers == 1 and "--workers" not in options
+    assert (options["-n"], options["--eval-freq"], options["--save-freq"]) == ("600000", "20000", "100000")
+
+
+def test_a_run_of_the_two_worker_entry_on_one_worker_is_refused_naming_the_workers_variants(
+    tmp_path: pathlib.Path,
+) -> None:
+    task = experiments.ENTRY_TASKS[TWO_WORKERS]
+    run_dir = fake_run(tmp_path, command_entry(task), eval_freq=task.eval_freq // 2, env_id=task.env_id)
+    with pytest.raises(UsageError, match=r"trained on 1 worker\(s\), not 2; pass the --variant it ran "
+                       r"\(workers variants: one-process, workers-2"):  # fmt: skip
+        experiments.check_shipped_entry(task, run_dir)
 
 
 def test_a_run_on_two_workers_is_taken_only_as_the_workers_variant(tmp_path: pathlib.Path) -> None:
-    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    task = experiments.ENTRY_TASKS[ONE_PROCESS]
     overrides = experiments.variant_overrides("workers-2")
-    entry = shipped_entry(task.steps // 2, overrides)
-    run_dir = fake_run(tmp_path, entry, eval_freq=task.eval_freq // 2, workers=2)
-    experiments.check_shipped_entry(task, run_dir, overrides, workers=2)
+    row = task.with_variant("workers-2")
+    entry = command_entry(row, overrides)
+    run_dir = command_run(tmp_path, row, entry)
+    experiments.check_shipped_entry(row, run_dir, overrides)
     with pytest.raises(UsageError, match=r"trained on 2 worker.*workers-2"):
         experiments.check_shipped_entry(task, run_dir, overrides)
-    with pytest.raises(UsageError, match="n_timesteps is 300000, the task's is 600000"):
+    with pytest.raises(UsageError, match="n_timesteps is 750000, the task's is 1500000"):
         experiments.check_shipped_entry(
             task, fake_run(tmp_path / "one", entry, eval_freq=task.eval_freq // 2)
         )
 
 
 def test_a_run_of_the_divided_entry_on_two_workers_is_taken_as_its_variant(tmp_path: pathlib.Path) -> None:
-    # ``her-wrap train --workers 2`` records the entry it divided among the workers, ``workers: 2`` in it.
-    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    # ``her-wrap train --workers 2`` records the entry it divided among the workers, ``workers: 2`` in it,
+    # as the variant's own ``workers:2`` does.
+    task = experiments.ENTRY_TASKS[ONE_PROCESS]
     variant = "n-steps-3+workers-2-envs-2"
     overrides = experiments.variant_overrides(variant)
+    divided = tuple(item for item in overrides if item != "workers:2")
+    assert divided != overrides
+    row = task.with_variant(variant)
     entry = load_run_config(
-        default_config_path(), "FetchPush-v4", n_timesteps=task.steps // 2, overrides=overrides, workers=2
+        default_config_path(), task.env_id, n_timesteps=task.steps // 2, overrides=divided, workers=2
     ).to_entry()
-    assert entry["workers"] == 2
-    run_dir = fake_run(tmp_path, entry, eval_freq=task.eval_freq // 2, workers=2)
-    experiments.check_shipped_entry(task, run_dir, overrides, workers=experiments.variant_workers(variant))
+    assert entry["workers"] == 2 and entry == command_entry(row, overrides)
+    run_dir = command_run(tmp_path, row, entry)
+    experiments.check_shipped_entry(row, run_dir, overrides)
     with pytest.raises(UsageError, match="differs in her"):
         experiments.check_shipped_entry(
-            task, run_dir, experiments.variant_overrides("workers-2-envs-2"), workers=2
+            task.with_variant("workers-2-envs-2"), run_dir, experiments.variant_overrides("workers-2-envs-2")
         )
 
 
@@ -243,23 +326,39 @@ def test_a_workers_variant_keeps_the_entry_or_changes_it_and_always_sets_the_wor
     # Each worker takes the whole entry: her-wrap is told not to divide it among the workers.
     assert experiments.variant_overrides("workers-2-paper") == ("workers:2",)
     assert experiments.variant_workers("workers-2-paper") == 2
+    # Each sets its workers last, so that it wins over a part before it (one-process+workers-2).
+    for name, workers in experiments.VARIANT_WORKERS.items():
+        assert experiments.VARIANTS[name][-1] == f"workers:{workers}", name
 
 
 @pytest.mark.parametrize("variant", ["workers-2", "workers-2-envs-2"])
 def test_a_two_worker_variant_keeps_the_entrys_env_steps_rows_and_random_steps_per_update(
     variant: str,
 ) -> None:
-    def per_update(config: Any, workers: int) -> tuple[int, int, int]:
-        learner = config.learner_kwargs
-        frequency, unit = learner["train_freq"]
-        assert unit == "step"
-        env_steps = frequency * config.n_envs * workers // learner["gradient_steps"]
-        return env_steps, learner["batch_size"] * workers, learner["learning_starts"] * workers
-
-    shipped = load_run_config(default_config_path(), "FetchPush-v4")
-    split = load_run_config(default_config_path(), "FetchPush-v4", overrides=experiments.VARIANTS[variant])
+    shipped = load_run_config(default_config_path(), "FetchSlide-v4")
+    split = load_run_config(default_config_path(), "FetchSlide-v4", overrides=experiments.VARIANTS[variant])
     workers = experiments.variant_workers(variant)
     assert workers == 2 and per_update(split, workers) == per_update(shipped, 1) == (25, 2048, 1000)
+
+
+def per_update(config: Any, workers: int) -> tuple[int, int, int]:
+    """Env steps, rows and random steps (before learning starts) per gradient step, all workers' together."""
+    learner = config.learner_kwargs
+    frequency, unit = learner["train_freq"]
+    assert unit == "step"
+    env_steps = frequency * config.n_envs * workers // learner["gradient_steps"]
+    return env_steps, learner["batch_size"] * workers, learner["learning_starts"] * workers
+
+
+def test_fetch_push_on_two_workers_keeps_the_one_process_entrys_data_per_update_and_one_process_undoes_it() -> (
+    None
+):
+    shipped = load_run_config(default_config_path(), "FetchPush-v4")
+    one = load_run_config(
+        default_config_path(), "FetchPush-v4", overrides=experiments.VARIANTS["one-process"]
+    )
+    assert per_update(shipped, 2) == per_update(one, 1) == (25, 2048, 1000)
+    assert one.workers == 1 and experiments.variant_workers("one-process") == 1
 
 
 def test_a_curve_of_several_workers_counts_every_workers_env_steps(tmp_path: pathlib.Path) -> None:
@@ -271,12 +370,34 @@ def test_a_curve_of_several_workers_counts_every_workers_env_steps(tmp_path: pat
 
 def test_two_variants_that_both_set_the_workers_are_refused() -> None:
     experiments.VARIANT_WORKERS["workers-3"] = 3
-    experiments.VARIANTS["workers-3"] = ()
+    experiments.VARIANTS["workers-3"] = ("workers:3",)
     try:
-        with pytest.raises(UsageError, match="sets the workers twice"):
-            experiments.variant_workers("workers-2+workers-3")
+        for variant in ("workers-2+workers-3", "one-process+workers-2+workers-3", "workers-2+one-process"):
+            with pytest.raises(UsageError, match="sets the workers twice"):
+                experiments.variant_workers(variant)
     finally:
         del experiments.VARIANT_WORKERS["workers-3"], experiments.VARIANTS["workers-3"]
+
+
+@pytest.mark.parametrize("variant", ["workers-2", "workers-2-paper", "workers-2-envs-2"])
+def test_one_process_before_a_workers_variant_trains_on_that_variants_workers_and_settings(
+    variant: str,
+) -> None:
+    """``one-process+workers-2`` is ``workers-2`` on the one-process entry: FetchSlide's regime."""
+    joined = f"one-process+{variant}"
+    assert experiments.variant_workers(joined) == 2
+    assert experiments.variant_argument(joined) == joined
+    task = experiments.ENTRY_TASKS[TWO_WORKERS].with_variant(joined)
+    assert task.workers == 2 and "--workers" in task.train_arguments(0)
+    on_fetch_push = load_run_config(
+        default_config_path(), "FetchPush-v4", overrides=experiments.variant_overrides(joined)
+    )
+    on_fetch_slide = load_run_config(
+        default_config_path(), "FetchSlide-v4", overrides=experiments.VARIANTS[variant]
+    )
+    assert on_fetch_push.workers == 2
+    assert on_fetch_push.learner_kwargs["batch_size"] == on_fetch_slide.learner_kwargs["batch_size"]
+    assert per_update(on_fetch_push, 2) == per_update(on_fetch_slide, 2)
 
 
 def test_the_sbx_row_runs_its_own_shipped_file_and_only_that(tmp_path: pathlib.Path) -> None:
@@ -288,11 +409,12 @@ def test_the_sbx_row_runs_its_own_shipped_file_and_only_that(tmp_path: pathlib.P
     assert (
         task.train_arguments(0, config_file="/x/her_jax.yml")[arguments.index("-c") + 1] == "/x/her_jax.yml"
     )
-    crossq = shipped_entry(task.steps, config=task.config_path())
+    crossq = command_entry(task)
     assert crossq["model_class"] == "sbx.crossq"
-    experiments.check_shipped_entry(task, fake_run(tmp_path / "crossq", crossq))
+    experiments.check_shipped_entry(task, command_run(tmp_path / "crossq", task, crossq))
+    ddpg = command_entry(dataclasses.replace(task, config="her.yml"))
     with pytest.raises(UsageError, match=r"shipped configs/her_jax\.yml one.*differs in"):
-        experiments.check_shipped_entry(task, fake_run(tmp_path / "ddpg", shipped_entry(task.steps)))
+        experiments.check_shipped_entry(task, command_run(tmp_path / "ddpg", task, ddpg))
     assert (
         experiments.LEARNERS["sbx.crossq"].label == "sbx.CrossQ"
         and experiments.LEARNERS["ddpg"].label == "DDPG"
@@ -405,8 +527,8 @@ def test_every_reference_reads_an_unnormalized_her_entry_of_the_zoo_for_a_shippe
 
 
 def _stopped_run(tmp_path: pathlib.Path, variant: str | None) -> pathlib.Path:
-    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
-    run_dir = fake_run(tmp_path, shipped_entry(task.steps, experiments.variant_overrides(variant)))
+    task = experiments.ENTRY_TASKS[ONE_PROCESS]
+    run_dir = command_run(tmp_path, task, command_entry(task, experiments.variant_overrides(variant)))
     np.savez(
         run_dir / "evaluations.npz",
         timesteps=[20_000, 40_000],
@@ -417,31 +539,69 @@ def _stopped_run(tmp_path: pathlib.Path, variant: str | None) -> pathlib.Path:
 
 
 def test_a_stopped_run_gives_its_curve_and_the_command_that_reproduces_it(tmp_path: pathlib.Path) -> None:
-    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    task = experiments.ENTRY_TASKS[ONE_PROCESS]
     run_dir = _stopped_run(tmp_path, "updates-40")
-    record = experiments.stopped_run_record(
-        "fetch-push-ddpg", task, run_dir, "updates-40", note="session ended"
-    )
+    record = experiments.stopped_run_record(ONE_PROCESS, task, run_dir, "updates-40", note="session ended")
     assert record["stopped_at"] == 40_000 and record["budget"] == task.steps
     assert record["timesteps"] == [20_000, 40_000] and record["success"] == [0.25, 0.75]
     assert record["train_seconds"] == [50.0, 101.0]
     assert record["seed"] == 3 and record["note"] == "session ended" and "checkpoint" not in record
     assert (
         record["command"]
-        == "python scripts/robotics_results.py run fetch-push-ddpg --seeds 3 --variant updates-40"
+        == "python scripts/robotics_results.py run fetch-slide-ddpg --seeds 3 --variant updates-40"
     )
     assert record["train_command"].endswith("-params gradient_steps:40")
     # The run must still be the command it claims: without the variant it is another recipe.
     with pytest.raises(UsageError, match="differs"):
-        experiments.stopped_run_record("fetch-push-ddpg", task, run_dir)
+        experiments.stopped_run_record(ONE_PROCESS, task, run_dir)
+
+
+def test_a_stopped_run_of_the_two_worker_entry_counts_both_workers_env_steps(tmp_path: pathlib.Path) -> None:
+    task = experiments.ENTRY_TASKS[TWO_WORKERS]
+    run_dir = command_run(tmp_path, task)
+    # her-wrap train records one worker's env steps: 10k and 20k each, 20k and 40k in all.
+    np.savez(
+        run_dir / "evaluations.npz",
+        timesteps=[10_000, 20_000],
+        successes=[[0, 1], [1, 1]],
+        train_seconds=[30.0, 61.0],
+    )
+    record = experiments.stopped_run_record(TWO_WORKERS, task, run_dir)
+    assert record["timesteps"] == [20_000, 40_000] and record["budget"] == 400_000
+    assert record["train_command"].endswith("-n 200000 --eval-freq 10000 --eval-episodes 50 --save-freq 50000 "
+                                            "--workers 2")  # fmt: skip
+    with pytest.raises(UsageError, match=r"trained on 2 worker\(s\), not 1"):
+        experiments.stopped_run_record(TWO_WORKERS, task, run_dir, "one-process")
+
+
+def test_the_one_process_variant_takes_a_run_of_fetch_pushs_entry_before_it_took_two_workers(
+    tmp_path: pathlib.Path,
+) -> None:
+    """A run of FetchPush's one-process entry recorded no ``workers``; named from the entry as it now is,
+    ``n-steps-1+net-3x256+one-process+budget-600k``, it is that row's command, and only that row's."""
+    variant = "n-steps-1+net-3x256+one-process+budget-600k"
+    record = results.load_results(RESULTS_FILE)[f"{TWO_WORKERS}+{variant}/0"]
+    assert "workers" not in record["settings"] and record["workers"] == 1 and record["steps"] == 600_000
+    task = experiments.ENTRY_TASKS[TWO_WORKERS]
+    row = task.with_variant(variant)
+    overrides = experiments.variant_overrides(variant)
+    assert (row.workers, row.steps) == (1, 600_000) and overrides == tuple(record["overrides"])
+    assert command_entry(row, overrides) == {**record["settings"], "workers": 1}
+    run_dir = command_run(tmp_path, row, record["settings"])
+    experiments.check_shipped_entry(row, run_dir, overrides)
+    for other in ("n-steps-1+one-process+budget-600k", "n-steps-1+net-3x256+budget-600k"):
+        with pytest.raises(UsageError, match="pass the --variant it ran"):
+            experiments.check_shipped_entry(
+                task.with_variant(other), run_dir, experiments.variant_overrides(other)
+            )
 
 
 def test_a_stopped_run_without_the_checkpoint_asked_for_names_the_ones_it_has(tmp_path: pathlib.Path) -> None:
-    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    task = experiments.ENTRY_TASKS[ONE_PROCESS]
     run_dir = _stopped_run(tmp_path, None)
     write_agent_zip(run_dir / "rl_model_20000_steps.zip")
     with pytest.raises(UsageError, match=r"no checkpoint at 40000 steps; checkpoints: 20000$"):
-        experiments.stopped_run_record("fetch-push-ddpg", task, run_dir, checkpoint=40_000)
+        experiments.stopped_run_record(ONE_PROCESS, task, run_dir, checkpoint=40_000)
 
 
 def test_a_stopped_runs_checkpoint_is_loaded_and_evaluated_on_fresh_episodes(
@@ -449,9 +609,9 @@ def test_a_stopped_runs_checkpoint_is_loaded_and_evaluated_on_fresh_episodes(
 ) -> None:
     from her_wrap import HER
 
-    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    task = experiments.ENTRY_TASKS[ONE_PROCESS]
     run_dir = _stopped_run(tmp_path, None)
-    HER("MultiInputPolicy", "FetchPush-v4", "ddpg", policy_kwargs=dict(net_arch=[8])).save(
+    HER("MultiInputPolicy", "FetchSlide-v4", "ddpg", policy_kwargs=dict(net_arch=[8])).save(
         run_dir / "rl_model_20000_steps.zip"
     )
     evaluated: list[tuple[str, int]] = []
@@ -462,8 +622,8 @@ def test_a_stopped_runs_checkpoint_is_loaded_and_evaluated_on_fresh_episodes(
         return 0.5
 
     monkeypatch.setattr(experiments, "final_success", success)
-    record = experiments.stopped_run_record("fetch-push-ddpg", task, run_dir, checkpoint=20_000)
-    assert evaluated == [("FetchPush-v4", 3)]
+    record = experiments.stopped_run_record(ONE_PROCESS, task, run_dir, checkpoint=20_000)
+    assert evaluated == [("FetchSlide-v4", 3)]
     assert record["checkpoint"]["timesteps"] == 20_000 and record["checkpoint"]["success"] == 0.5
     assert "--load-checkpoint 20000 -n 100" in record["checkpoint"]["command"]
 
@@ -485,7 +645,7 @@ def test_a_budget_evaluates_every_recorded_seeds_checkpoint_beside_its_final_age
     from her_wrap import HER
 
     run_dir = _stopped_run(tmp_path, None)
-    HER("MultiInputPolicy", "FetchPush-v4", "ddpg", policy_kwargs=dict(net_arch=[8])).save(
+    HER("MultiInputPolicy", "FetchSlide-v4", "ddpg", policy_kwargs=dict(net_arch=[8])).save(
         run_dir / "rl_model_40000_steps.zip"
     )
     evaluated: list[tuple[int, int]] = []
@@ -495,14 +655,14 @@ def test_a_budget_evaluates_every_recorded_seeds_checkpoint_beside_its_final_age
         return 0.5
 
     monkeypatch.setattr(experiments, "final_success", success)
-    record = experiments.budget_record("fetch-push-ddpg", [_recorded(run_dir)], [40_000])
+    record = experiments.budget_record(ONE_PROCESS, [_recorded(run_dir)], [40_000])
     assert evaluated == [(8, 3)]
     (seed,) = record["seeds"]
     assert seed["checkpoints"][0]["timesteps"] == 40_000 and seed["checkpoints"][0]["success"] == 0.5
     # The training seconds of the checkpoint are the curve's at its env steps.
     assert seed["checkpoints"][0]["train_seconds"] == 101.0
     assert seed["final"] == {"timesteps": 600_000, "success": 0.97, "train_seconds": 3000.0}
-    assert record["command"] == "python scripts/robotics_results.py budget fetch-push-ddpg --steps 40000"
+    assert record["command"] == "python scripts/robotics_results.py budget fetch-slide-ddpg --steps 40000"
     assert experiments.budget_table(record).splitlines()[2:] == [
         "| 3 | 0.50 (2) | 0.97 (50) |",
         "| worst | 0.50 | 0.97 |",
@@ -512,22 +672,23 @@ def test_a_budget_evaluates_every_recorded_seeds_checkpoint_beside_its_final_age
 def test_a_budget_names_what_is_missing(tmp_path: pathlib.Path) -> None:
     run_dir = _stopped_run(tmp_path, None)
     write_agent_zip(run_dir / "rl_model_20000_steps.zip")
-    with pytest.raises(UsageError, match="no recorded seed of fetch-push-ddpg\\+td3"):
-        experiments.budget_record("fetch-push-ddpg", [], [20_000], "td3")
+    with pytest.raises(UsageError, match="no recorded seed of fetch-slide-ddpg\\+td3"):
+        experiments.budget_record(ONE_PROCESS, [], [20_000], "td3")
     with pytest.raises(UsageError, match="is gone"):
-        experiments.budget_record("fetch-push-ddpg", [_recorded(tmp_path / "elsewhere")], [20_000])
+        experiments.budget_record(ONE_PROCESS, [_recorded(tmp_path / "elsewhere")], [20_000])
     with pytest.raises(UsageError, match="a run of seed 3"):
-        experiments.budget_record("fetch-push-ddpg", [_recorded(run_dir, seed=4)], [20_000])
+        experiments.budget_record(ONE_PROCESS, [_recorded(run_dir, seed=4)], [20_000])
     with pytest.raises(UsageError, match=r"no checkpoint at 40000 steps; checkpoints: 20000$"):
-        experiments.budget_record("fetch-push-ddpg", [_recorded(run_dir)], [40_000])
+        experiments.budget_record(ONE_PROCESS, [_recorded(run_dir)], [40_000])
 
 
 def test_every_manipulation_row_trains_its_shipped_entry_for_the_entrys_own_budget() -> None:
-    """``her-wrap train --env ID`` and a row's command train for the same env steps."""
+    """``her-wrap train --env ID`` and a row's command train for the same env steps on as many workers."""
     for name, task in experiments.ENTRY_TASKS.items():
         shipped = load_run_config(task.config_path(), task.env_id)
-        assert task.steps == shipped.n_timesteps, (
-            f"{name}: rows run {task.steps}, the entry {shipped.n_timesteps}"
+        workers = shipped.workers or 1
+        assert (task.steps, task.workers) == (shipped.n_timesteps * workers, workers), (
+            f"{name}: rows run {task.steps} on {task.workers}, the entry {shipped.n_timesteps} on {workers}"
         )
 
 
@@ -556,15 +717,15 @@ def test_two_budgets_or_a_budget_of_nothing_are_refused() -> None:
 
 
 def test_a_run_of_another_budget_is_taken_only_with_its_budget_variant(tmp_path: pathlib.Path) -> None:
-    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
-    run_dir = fake_run(tmp_path, shipped_entry(1_000_000))
+    task = experiments.ENTRY_TASKS[ONE_PROCESS]
+    run_dir = command_run(tmp_path, task, command_entry(task, steps=1_000_000))
     with pytest.raises(UsageError, match=f"n_timesteps is 1000000, the task's is {task.steps}"):
         experiments.check_shipped_entry(task, run_dir)
     experiments.check_shipped_entry(task.with_variant("budget-1m"), run_dir)
     record = {**entry_record(0, [0.1, 0.5, 0.9], 0.9), "variant": "budget-1m", "overrides": []}
     assert results.recipe_name(record) == "HER(DDPG), `configs/her.yml` with `-n 1000000`"
     # not the shipped entry: the README table, which shows the shipped entry's seeds, has no row for it
-    assert results.readme_table({"fetch-push-ddpg+budget-1m": [record]}).count("\n") == 1
+    assert results.readme_table({"fetch-slide-ddpg+budget-1m": [record]}).count("\n") == 1
 
 
 def _resumed_run(
@@ -572,8 +733,8 @@ def _resumed_run(
 ) -> tuple[pathlib.Path, pathlib.Path]:
     """A run stopped after 60k env steps (checkpoints at 20k and 40k) and resumed from ``resumed_from``
     into a second folder that trained on to 80k: (first folder, second folder)."""
-    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
-    first = fake_run(tmp_path / "first", shipped_entry(task.steps))
+    task = experiments.ENTRY_TASKS[ONE_PROCESS]
+    first = command_run(tmp_path / "first", task)
     np.savez(
         first / "evaluations.npz",
         timesteps=[20_000, 40_000, 60_000],
@@ -582,8 +743,8 @@ def _resumed_run(
     )
     for steps in (20_000, 40_000):
         write_agent_zip(first / f"rl_model_{steps}_steps.zip")
-    second = fake_run(tmp_path / "second", shipped_entry(task.steps))
-    args_path = second / "FetchPush-v4" / "args.yml"
+    second = command_run(tmp_path / "second", task)
+    args_path = second / "FetchSlide-v4" / "args.yml"
     args = {
         **load_yaml_file(args_path),
         "seed": seed,
@@ -602,9 +763,9 @@ def _resumed_run(
 
 
 def test_a_resumed_run_is_recorded_across_its_folders(tmp_path: pathlib.Path) -> None:
-    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    task = experiments.ENTRY_TASKS[ONE_PROCESS]
     first, second = _resumed_run(tmp_path)
-    record = experiments.stopped_run_record("fetch-push-ddpg", task, second)
+    record = experiments.stopped_run_record(ONE_PROCESS, task, second)
     # The first folder's curve up to the checkpoint it was resumed from, then the second's, whose
     # training seconds carry on from the first's at that checkpoint.
     assert record["timesteps"] == [20_000, 40_000, 60_000, 80_000]
@@ -620,7 +781,7 @@ def test_a_resumed_run_is_recorded_across_its_folders(tmp_path: pathlib.Path) ->
 
 
 def test_a_resumed_run_is_refused_when_its_parts_do_not_join(tmp_path: pathlib.Path) -> None:
-    task = experiments.ENTRY_TASKS["fetch-push-ddpg"]
+    task = experiments.ENTRY_TASKS[ONE_PROCESS]
     with pytest.raises(UsageError, match=r"another seed \(3, 4\): resume with --seed"):
         experiments.check_run(task, _resumed_run(tmp_path / "seed", seed=4)[1])
     with pytest.raises(UsageError, match="no evaluation at 20000 env steps"):
@@ -630,7 +791,7 @@ def test_a_resumed_run_is_refused_when_its_parts_do_not_join(tmp_path: pathlib.P
         experiments.check_run(task, run)
     first, best = _resumed_run(tmp_path / "best")
     write_agent_zip(first / "best_model.zip")
-    args_path = best / "FetchPush-v4" / "args.yml"
+    args_path = best / "FetchSlide-v4" / "args.yml"
     write_yaml_file(args_path, {**load_yaml_file(args_path), "trained_agent": str(first / "best_model.zip")})
     with pytest.raises(UsageError, match=r"best_model\.zip, not a checkpoint of that run"):
         experiments.check_run(task, best)
