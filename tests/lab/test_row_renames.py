@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from her_wrap.runs.config import load_run_config
 from her_wrap.runs.errors import UsageError
-from lab.experiments import ENTRY_TASKS
+from lab.experiments import ENTRY_TASKS, entry_differences, variant_overrides
+from lab.results import load_results
 from lab.row_renames import rename_entry_rows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,14 +24,22 @@ ROOT = Path(__file__).resolve().parents[2]
 #: settings are read from configs/her.yml; the budget is the task's).
 PANDA_PUSH = dataclasses.replace(ENTRY_TASKS["panda-push-ddpg"], steps=600_000)
 PANDA_PUSH_440K = dataclasses.replace(PANDA_PUSH, steps=440_000)
+#: FetchSlide's entry (one process, with LayerNorm and movement weights) for 600k env steps.
+FETCH_SLIDE = dataclasses.replace(ENTRY_TASKS["fetch-slide-ddpg"], steps=600_000)
+#: FetchPush's entry on two workers, and the variants that name it and the one-process entry before it.
 FETCH_PUSH = ENTRY_TASKS["fetch-push-ddpg"]
+PROMOTED, PREVIOUS = (
+    "n-steps-3+net-2x256+workers-2-envs-2+budget-400k",
+    "n-steps-1+net-3x256+one-process+budget-600k",
+)
 
 
-def row(steps: int, variant: str | None = None, final: float = 0.9) -> dict[str, Any]:
+def row(steps: int, variant: str | None = None, final: float = 0.9, workers: int = 1) -> dict[str, Any]:
     """A recorded row as ``record`` writes one (the fields relabeling reads or rewrites, and a figure)."""
     return {
         "kind": "entry",
         "steps": steps,
+        "workers": workers,
         "final_success": final,
         "variant": variant,
         "overrides": [],
@@ -74,67 +85,70 @@ def test_a_shipped_budget_makes_its_rows_the_entrys_and_the_old_rows_name_the_ol
 
 def test_a_shipped_change_of_settings_moves_between_the_rows_parts_and_rewrites_their_params() -> None:
     results = {
-        "fetch-push-ddpg+layer-norm+td3/2": row(600_000, "layer-norm+td3"),
-        "fetch-push-ddpg+td3/2": row(600_000, "td3"),
-        "fetch-push-ddpg+budget-1m/2": row(1_000_000, "budget-1m"),
+        "fetch-slide-ddpg+layer-norm+td3/2": row(600_000, "layer-norm+td3"),
+        "fetch-slide-ddpg+td3/2": row(600_000, "td3"),
+        "fetch-slide-ddpg+budget-1m/2": row(1_000_000, "budget-1m"),
     }
-    updated, _ = rename_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "layer-norm", "no-layer-norm")
+    updated, _ = rename_entry_rows(results, "fetch-slide-ddpg", FETCH_SLIDE, "layer-norm", "no-layer-norm")
     assert list(updated) == [
-        "fetch-push-ddpg+td3/2",
-        "fetch-push-ddpg+no-layer-norm+td3/2",
-        "fetch-push-ddpg+no-layer-norm+budget-1m/2",
+        "fetch-slide-ddpg+td3/2",
+        "fetch-slide-ddpg+no-layer-norm+td3/2",
+        "fetch-slide-ddpg+no-layer-norm+budget-1m/2",
     ]
-    assert updated["fetch-push-ddpg+td3/2"]["overrides"] == ["model_class:td3"]
-    old = updated["fetch-push-ddpg+no-layer-norm+td3/2"]
+    assert updated["fetch-slide-ddpg+td3/2"]["overrides"] == ["model_class:td3"]
+    old = updated["fetch-slide-ddpg+no-layer-norm+td3/2"]
     assert old["overrides"] == ["policy_kwargs.layer_norm:false", "model_class:td3"]
     assert old["train_command"].endswith("-params policy_kwargs.layer_norm:false model_class:td3")
-    assert " -n 1000000 " in updated["fetch-push-ddpg+no-layer-norm+budget-1m/2"]["train_command"]
+    assert " -n 1000000 " in updated["fetch-slide-ddpg+no-layer-norm+budget-1m/2"]["train_command"]
 
 
 def test_a_row_that_ran_part_of_a_shipped_pair_of_changes_undoes_only_the_other() -> None:
-    """FetchPush's entry ships both parts; a row that ran one of them names only the other's undoing."""
+    """FetchSlide's entry ships both parts; a row that ran one of them names only the other's undoing."""
     results = {
-        "fetch-push-ddpg/0": row(600_000),
-        "fetch-push-ddpg+movement/0": row(600_000, "movement"),
-        "fetch-push-ddpg+layer-norm+td3/0": row(600_000, "layer-norm+td3"),
-        "fetch-push-ddpg+movement+layer-norm/0": row(600_000, "movement+layer-norm", final=0.95),
+        "fetch-slide-ddpg/0": row(600_000),
+        "fetch-slide-ddpg+movement/0": row(600_000, "movement"),
+        "fetch-slide-ddpg+layer-norm+td3/0": row(600_000, "layer-norm+td3"),
+        "fetch-slide-ddpg+movement+layer-norm/0": row(600_000, "movement+layer-norm", final=0.95),
     }
     updated, _ = rename_entry_rows(
-        results, "fetch-push-ddpg", FETCH_PUSH, "movement+layer-norm", "no-movement+no-layer-norm"
+        results, "fetch-slide-ddpg", FETCH_SLIDE, "movement+layer-norm", "no-movement+no-layer-norm"
     )
     assert list(updated) == [
-        "fetch-push-ddpg+no-movement+no-layer-norm/0",
-        "fetch-push-ddpg+no-layer-norm/0",
-        "fetch-push-ddpg+no-movement+td3/0",
-        "fetch-push-ddpg/0",
+        "fetch-slide-ddpg+no-movement+no-layer-norm/0",
+        "fetch-slide-ddpg+no-layer-norm/0",
+        "fetch-slide-ddpg+no-movement+td3/0",
+        "fetch-slide-ddpg/0",
     ]
-    assert updated["fetch-push-ddpg/0"]["final_success"] == 0.95
-    assert updated["fetch-push-ddpg+no-layer-norm/0"]["overrides"] == ["policy_kwargs.layer_norm:false"]
-    assert updated["fetch-push-ddpg+no-movement+td3/0"]["train_command"].endswith(
+    assert updated["fetch-slide-ddpg/0"]["final_success"] == 0.95
+    assert updated["fetch-slide-ddpg+no-layer-norm/0"]["overrides"] == ["policy_kwargs.layer_norm:false"]
+    assert updated["fetch-slide-ddpg+no-movement+td3/0"]["train_command"].endswith(
         "-params her.movement_clip:null her.movement_floor:0.05 model_class:td3"
     )
-    with pytest.raises(UsageError, match="row fetch-push-ddpg\\+movement/0 ran movement, a part of "
+    with pytest.raises(UsageError, match="row fetch-slide-ddpg\\+movement/0 ran movement, a part of "
                        "movement\\+layer-norm: give --previous one part for each part"):  # fmt: skip
-        rename_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "movement+layer-norm", "no-layer-norm")
+        rename_entry_rows(results, "fetch-slide-ddpg", FETCH_SLIDE, "movement+layer-norm", "no-layer-norm")
 
 
 def test_a_change_the_shipped_entry_does_not_make_yet_is_refused_naming_the_setting() -> None:
-    results = {"fetch-push-ddpg+td3/0": row(600_000, "td3")}
+    results = {"fetch-slide-ddpg+td3/0": row(600_000, "td3")}
     with pytest.raises(UsageError, match=r"does not make td3 yet \(model_class:td3 changes model_class\)"):
-        rename_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "td3", None)
+        rename_entry_rows(results, "fetch-slide-ddpg", FETCH_SLIDE, "td3", None)
     with pytest.raises(UsageError, match="trains 600000 env steps, not 440000"):
         rename_entry_rows(results, "panda-push-ddpg", PANDA_PUSH, "budget-440k", "budget-600k")
 
 
 def test_a_previous_variant_that_changes_nothing_or_none_for_old_rows_is_refused() -> None:
-    results = {"fetch-push-ddpg/0": row(600_000), "fetch-push-ddpg+layer-norm/1": row(600_000, "layer-norm")}
-    with pytest.raises(UsageError, match="layer-norm changes nothing in the shipped FetchPush-v4 entry"):
-        rename_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "layer-norm", "layer-norm")
-    with pytest.raises(UsageError, match="row fetch-push-ddpg/0 did not run layer-norm: pass --previous"):
-        rename_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, "layer-norm", None)
-    only_promoted = {"fetch-push-ddpg+layer-norm/1": row(600_000, "layer-norm")}
-    updated, _ = rename_entry_rows(only_promoted, "fetch-push-ddpg", FETCH_PUSH, "layer-norm", None)
-    assert list(updated) == ["fetch-push-ddpg/1"]
+    results = {
+        "fetch-slide-ddpg/0": row(600_000),
+        "fetch-slide-ddpg+layer-norm/1": row(600_000, "layer-norm"),
+    }
+    with pytest.raises(UsageError, match="layer-norm changes nothing in the shipped FetchSlide-v4 entry"):
+        rename_entry_rows(results, "fetch-slide-ddpg", FETCH_SLIDE, "layer-norm", "layer-norm")
+    with pytest.raises(UsageError, match="row fetch-slide-ddpg/0 did not run layer-norm: pass --previous"):
+        rename_entry_rows(results, "fetch-slide-ddpg", FETCH_SLIDE, "layer-norm", None)
+    only_promoted = {"fetch-slide-ddpg+layer-norm/1": row(600_000, "layer-norm")}
+    updated, _ = rename_entry_rows(only_promoted, "fetch-slide-ddpg", FETCH_SLIDE, "layer-norm", None)
+    assert list(updated) == ["fetch-slide-ddpg/1"]
 
 
 def test_a_row_whose_env_steps_are_not_its_new_commands_budget_is_refused() -> None:
@@ -171,20 +185,121 @@ def test_the_script_prints_the_new_names_writes_them_and_leaves_the_file_on_a_dr
 ) -> None:
     results = tmp_path / "results.json"
     text = json.dumps(
-        {"fetch-push-ddpg/0": row(600_000), "fetch-push-ddpg+layer-norm/1": row(600_000, "layer-norm")}
+        {"fetch-slide-ddpg/0": row(1_500_000), "fetch-slide-ddpg+layer-norm/1": row(1_500_000, "layer-norm")}
     )
     results.write_text(text)
-    refused = run_rename(results, "fetch-push-ddpg", "--promoted", "layer-norm")
+    refused = run_rename(results, "fetch-slide-ddpg", "--promoted", "layer-norm")
     assert refused.returncode != 0 and "pass --previous" in refused.stderr
     assert results.read_text() == text
-    dry = run_rename(results, "fetch-push-ddpg", "--promoted", "layer-norm", "--previous", "no-layer-norm",
+    dry = run_rename(results, "fetch-slide-ddpg", "--promoted", "layer-norm", "--previous", "no-layer-norm",
                       "--dry-run")  # fmt: skip
     assert dry.returncode == 0, dry.stderr[-2000:]
     assert (
-        "fetch-push-ddpg/0 -> fetch-push-ddpg+no-layer-norm/0: her-wrap train --env FetchPush-v4"
+        "fetch-slide-ddpg/0 -> fetch-slide-ddpg+no-layer-norm/0: her-wrap train --env FetchSlide-v4"
         in dry.stdout
     )
     assert results.read_text() == text
-    done = run_rename(results, "fetch-push-ddpg", "--promoted", "layer-norm", "--previous", "no-layer-norm")
+    done = run_rename(results, "fetch-slide-ddpg", "--promoted", "layer-norm", "--previous", "no-layer-norm")
     assert done.returncode == 0, done.stderr[-2000:]
-    assert list(json.loads(results.read_text())) == ["fetch-push-ddpg+no-layer-norm/0", "fetch-push-ddpg/1"]
+    assert list(json.loads(results.read_text())) == ["fetch-slide-ddpg+no-layer-norm/0", "fetch-slide-ddpg/1"]
+
+
+def test_the_two_worker_fetch_push_entry_renames_each_kind_of_row_to_the_command_it_ran() -> None:
+    """FetchPush's entry took two workers, 2 x 256 networks and 3-step returns for 400k env steps, measured
+    as ``PROMOTED``; ``PREVIOUS`` names the one-process entry before it (3 x 256, one-step returns, 600k)."""
+    old_rows = {
+        f"fetch-push-ddpg+{PROMOTED}/0": (400_000, 2, "fetch-push-ddpg/0"),
+        "fetch-push-ddpg+net-2x256+workers-2-envs-2+budget-400k/1": (400_000, 2, "fetch-push-ddpg+n-steps-1/1"),
+        "fetch-push-ddpg/2": (600_000, 1, f"fetch-push-ddpg+{PREVIOUS}/2"),
+        "fetch-push-ddpg+no-layer-norm/0": (
+            600_000, 1, "fetch-push-ddpg+n-steps-1+net-3x256+one-process+no-layer-norm+budget-600k/0"
+        ),
+        "fetch-push-ddpg+workers-2-envs-2/1": (600_000, 2, "fetch-push-ddpg+n-steps-1+net-3x256+budget-600k/1"),
+        "fetch-push-ddpg+n-steps-3+budget-300k/1": (
+            300_000, 1, "fetch-push-ddpg+net-3x256+one-process+budget-300k/1"
+        ),
+        "fetch-push-ddpg+n-steps-3+workers-2-envs-2+budget-300k/0": (
+            300_000, 2, "fetch-push-ddpg+net-3x256+budget-300k/0"
+        ),
+        "fetch-push-ddpg+no-movement+workers-2-paper/0": (
+            600_000, 2, "fetch-push-ddpg+n-steps-1+net-3x256+one-process+no-movement+workers-2-paper+budget-600k/0"
+        ),
+    }  # fmt: skip
+    results = {
+        key: row(steps, key.split("/")[0].partition("+")[2] or None, workers=workers)
+        for key, (steps, workers, _) in old_rows.items()
+    }
+    updated, renamed = rename_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, PROMOTED, PREVIOUS)
+    assert [(item.old_key, item.new_key) for item in renamed] == [
+        (key, new_key) for key, (_, _, new_key) in old_rows.items()
+    ]
+    commands = {item.new_key: item.train_command for item in renamed}
+    # The rows of the entry: its two workers, each its share of the 400k env steps, the entry as it stands.
+    assert commands["fetch-push-ddpg/0"] == (
+        "her-wrap train --env FetchPush-v4 --seed 0 -n 200000 --eval-freq 10000 --eval-episodes 50 "
+        "--save-freq 50000 --workers 2"
+    )
+    # The one-process entry before it: its whole batch and cycle in one process.
+    assert commands[f"fetch-push-ddpg+{PREVIOUS}/2"] == (
+        "her-wrap train --env FetchPush-v4 --seed 2 -n 600000 --eval-freq 20000 --eval-episodes 50 "
+        "--save-freq 100000 -params her.n_steps:1 policy_kwargs.net_arch:[256, 256, 256] batch_size:2048 "
+        "learning_starts:1000 train_freq:[250,step] workers:1"
+    )
+    paper = updated[
+        "fetch-push-ddpg+n-steps-1+net-3x256+one-process+no-movement+workers-2-paper+budget-600k/0"
+    ]
+    assert " -n 300000 " in paper["train_command"] and " --workers 2 -params " in paper["train_command"]
+    assert paper["overrides"][-1] == "workers:2" and paper["variant"].endswith("workers-2-paper+budget-600k")
+
+
+def test_a_renamed_row_whose_workers_are_not_its_new_commands_is_refused() -> None:
+    # A run of the one-process entry on two workers would be no row of PREVIOUS, which trains in one process.
+    results = {"fetch-push-ddpg/0": row(600_000, workers=2)}
+    message = (
+        f"row fetch-push-ddpg/0 ran on 2 worker(s), but as fetch-push-ddpg+{PREVIOUS} its command trains on 1"
+    )
+    with pytest.raises(UsageError, match=re.escape(message)):
+        rename_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, PROMOTED, PREVIOUS)
+
+
+def _without_plain_layer_norm(settings: dict[str, Any]) -> dict[str, Any]:
+    """Recorded settings with SB3's plain networks spelled as the entry spells them now (``layer_norm:
+    false``; rows recorded before the entries took LayerNorm have no key, the same networks)."""
+    policy_kwargs = settings["policy_kwargs"]
+    if "layer_norm" in policy_kwargs:
+        return settings
+    return {**settings, "policy_kwargs": {**policy_kwargs, "layer_norm": False}}
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "fetch-push-ddpg/0",
+        "fetch-push-ddpg+n-steps-1/1",
+        f"fetch-push-ddpg+{PREVIOUS}/3",
+        "fetch-push-ddpg+n-steps-1+net-3x256+budget-600k/2",
+        "fetch-push-ddpg+net-3x256+one-process+budget-300k/1",
+        "fetch-push-ddpg+net-3x256+budget-300k/0",
+        "fetch-push-ddpg+n-steps-1+net-3x256+one-process+no-layer-norm+budget-600k/4",
+        "fetch-push-ddpg+n-steps-1+net-3x256+one-process+no-layer-norm+no-movement+workers-2+budget-600k/0",
+        "fetch-push-ddpg+n-steps-1+net-3x256+one-process+no-layer-norm+no-movement+workers-2-paper+budget-600k/0",
+        "fetch-push-ddpg+n-steps-1+net-3x256+one-process+no-layer-norm+no-movement+updates-40+budget-600k/0",
+    ],
+)
+def test_a_recorded_fetch_push_rows_name_gives_the_settings_and_workers_it_ran(key: str) -> None:
+    """The rows of docs/robotics_results.json, renamed for the two-worker entry: each name's command on
+    the entry as it now is trains what the row recorded."""
+    record = load_results(ROOT / "docs" / "robotics_results.json")[key]
+    variant = record["variant"]
+    assert key == f"fetch-push-ddpg{'+' + variant if variant else ''}/{record['seed']}"
+    task = FETCH_PUSH.with_variant(variant)
+    command = load_run_config(
+        task.config_path(),
+        task.env_id,
+        overrides=variant_overrides(variant),
+        n_timesteps=task.steps // task.workers,
+        workers=task.workers,
+    ).to_entry()
+    assert (record["steps"], record.get("workers") or 1) == (task.steps, task.workers)
+    assert record["overrides"] == list(variant_overrides(variant))
+    assert entry_differences(command, _without_plain_layer_norm(record["settings"]), task.workers) == []
