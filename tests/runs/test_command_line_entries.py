@@ -21,9 +21,10 @@ from her_wrap.runs.errors import UsageError
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "configs" / "her.yml"
 
-#: What two workers of the FetchPush entry trained on for the results table: each worker its 2 envs,
-#: half the batch, half the env steps per cycle, half the warm-up and half the budget.
-TWO_WORKER_FETCH_PUSH = ("batch_size:1024", "learning_starts:500", "train_freq:[125,step]")
+#: What two workers of the FetchPush entry tuned for one process trained on for the results table (and the
+#: settings FetchPush's entry now ships on its two workers): each worker its 2 envs, half the batch, half
+#: the env steps per cycle, half the warm-up and half the budget.
+TWO_WORKER_SHARES = ("batch_size:1024", "learning_starts:500", "train_freq:[125,step]")
 
 
 def write_config(tmp_path: Path, text: str) -> Path:
@@ -35,9 +36,9 @@ def write_config(tmp_path: Path, text: str) -> Path:
 # --------------------------------------------------------------------------- --workers
 
 
-def test_two_workers_train_the_fetch_push_recipe_of_the_results_table() -> None:
-    split = load_run_config(SHIPPED, "FetchPush-v4", workers=2)
-    measured = load_run_config(SHIPPED, "FetchPush-v4", overrides=TWO_WORKER_FETCH_PUSH, n_timesteps=300_000)
+def test_two_workers_divide_an_entry_tuned_for_one_process_as_the_two_worker_rows_ran() -> None:
+    split = load_run_config(SHIPPED, "FetchSlide-v4", workers=2)
+    measured = load_run_config(SHIPPED, "FetchSlide-v4", overrides=TWO_WORKER_SHARES, n_timesteps=750_000)
     assert split.learner_kwargs == measured.learner_kwargs
     assert (split.n_envs, split.n_timesteps, split.hindsight) == (
         measured.n_envs,
@@ -49,10 +50,23 @@ def test_two_workers_train_the_fetch_push_recipe_of_the_results_table() -> None:
 
 def test_workers_split_says_what_it_set() -> None:
     notes: list[str] = []
-    load_run_config(SHIPPED, "FetchPush-v4", workers=2, notes=notes)
+    load_run_config(SHIPPED, "FetchSlide-v4", workers=2, notes=notes)
     assert len(notes) == 1
     for part in ("2 workers", "batch_size 1024", "learning_starts 500", "train_freq [125, step]"):
         assert part in notes[0]
+
+
+def test_fetch_push_ships_each_of_its_two_workers_share_of_the_one_process_regime() -> None:
+    """FetchPush's entry names its workers: ``--workers 2`` (what ``her-wrap train --env FetchPush-v4``
+    passes for it) keeps it as it stands, each worker's share of what the one-process entries train on."""
+    notes: list[str] = []
+    shipped = load_run_config(SHIPPED, "FetchPush-v4")
+    assert load_run_config(SHIPPED, "FetchPush-v4", workers=2, notes=notes) == shipped and notes == []
+    one_process_split = load_run_config(SHIPPED, "FetchSlide-v4", workers=2)
+    assert shipped.workers == 2 and shipped.n_envs == one_process_split.n_envs == 2
+    for key in ("batch_size", "learning_starts", "train_freq", "gradient_steps"):
+        assert shipped.learner_kwargs[key] == one_process_split.learner_kwargs[key], key
+    assert shipped.n_timesteps == 200_000  # each worker's: 400k env steps in all
 
 
 ONE_WORKER_ENTRY = """
