@@ -22,6 +22,7 @@ from stable_baselines3.common.monitor import Monitor
 from her_wrap import HER
 from her_wrap.envs.registry import make_goal_env
 from her_wrap.runs import presets
+from her_wrap.runs.launcher import available_cores
 from her_wrap.sb3.evaluation import evaluate_agent, success_rate
 
 pytestmark = ROBOTICS
@@ -106,18 +107,23 @@ def test_reach_tasks_reach_95_percent_greedy_success_within_5000_steps(
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
+@pytest.mark.skipif(available_cores() < 2, reason="the entry trains on two workers, one core each")
 def test_fetch_push_shipped_entry_passes_80_percent_greedy_success(tmp_path: pathlib.Path):
-    """The manipulation recipe of docs/robotics.md as a user runs it: ``her-wrap train --env FetchPush-v4``
-    with the shipped configs/her.yml entry (600k env steps, about 30 minutes on 2 idle cores); its final
-    agent on 100 fresh episodes. Seed 0 passed 0.9 at 460k steps and ends at 0.95 in docs/robotics.md."""
+    """The manipulation recipe of docs/results.md as a user runs it: ``her-wrap train --env FetchPush-v4``
+    with the shipped configs/her.yml entry, on its two workers (200k env steps each, 400k in all: about
+    12 minutes on 2 idle cores); worker 0 saves the final agent in the run folder, evaluated here on 100
+    fresh episodes. Seeds 0-2 passed 0.9 at 240k-260k env steps and ended at 0.98-1.00 in docs/results.md."""
     import subprocess
     import sys
 
     completed = subprocess.run(
         [sys.executable, "-m", "her_wrap.runs.cli", "train", "--env", "FetchPush-v4", "--seed", "0",
-         "-n", "600000", "--eval-freq", "0", "--verbose", "0", "--no-progress"],
+         "--eval-freq", "0", "--verbose", "0", "--no-progress"],
         cwd=tmp_path, capture_output=True, text=True,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-3000:]
-    model = HER.load(tmp_path / "logs" / "her" / "FetchPush-v4_1" / "FetchPush-v4.zip")
+    assert "the entry's workers: 2" in completed.stdout
+    final = tmp_path / "logs" / "her" / "FetchPush-v4_1" / "FetchPush-v4.zip"
+    assert final.is_file(), completed.stdout[-3000:]
+    model = HER.load(final)
     assert success_rate(model, make_goal_env("FetchPush-v4"), 100, seed=1_000_000) >= 0.8
