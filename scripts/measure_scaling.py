@@ -2,8 +2,9 @@
 
 - all-reduce: two gloo workers on this machine (one torch thread each) all-reduce, as
   ``her_wrap.sb3.distributed`` does, one buffer the size of the actor's and one the size of the critic's
-  gradients of the FetchPush-v4 entry's learner (DDPG, 3 x 256), one of both together (the joint
-  all-reduce of HER's DDPG step), and one float (the latency of a collective); median of ``--repeats``;
+  gradients of the one-process FetchPush-v4 entry's learner (DDPG, 3 x 256; :data:`MEASURED_ENTRY_VARIANT`
+  on the shipped two-worker entry), one of both together (the joint all-reduce of HER's DDPG step), and
+  one float (the latency of a collective); median of ``--repeats``;
 - update: one gradient step of that learner (HER's train step with the entry's update options), timed
   over ``--steps`` steps after filling the buffer with ``--fill`` random-action env steps, at each batch
   size and torch thread count given;
@@ -16,7 +17,7 @@
   cycle time, env steps per second and minutes to ``--steps-to-goal`` env steps of :class:`ScalingModel`
   for 1, 2, 8, 16 and 64 workers, in both regimes: total batch kept, and the HER paper's (each worker the
   whole recipe); first with the joint all-reduce her_wrap makes, then with one all-reduce per optimizer;
-- throughput (``--parts throughput``): ``her-wrap train`` with the shipped entry, ``--throughput-steps``
+- throughput (``--parts throughput``): ``her-wrap train`` with that entry, ``--throughput-steps``
   env steps in all, as 1 worker x 2 threads, as 2 workers x 1 thread with the per-worker batch, envs and
   ``learning_starts`` halved (the same total batch, env steps per update and random steps), and as 2 workers
   that each keep the entry's 2 envs with ``train_freq`` halved instead of the envs (the same again), the
@@ -57,6 +58,19 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 ENV_ID = "FetchPush-v4"
+
+#: The FetchPush entry measured here, the one docs/research/scaling.md models: the one-process entry of
+#: 3 x 256 that FetchPush shipped before it took two workers (the lab's variant that gives it back).
+MEASURED_ENTRY_VARIANT = "n-steps-1+net-3x256+one-process"
+
+
+def measured_entry_overrides() -> tuple[str, ...]:
+    """``-params`` items that make FetchPush's shipped entry the one measured here
+    (:data:`MEASURED_ENTRY_VARIANT`)."""
+    from lab.experiments import variant_overrides
+
+    return variant_overrides(MEASURED_ENTRY_VARIANT)
+
 
 #: Name of the one-float all-reduce, whose time is the latency of a collective (no data to speak of).
 LATENCY = "latency (1 float)"
@@ -171,7 +185,8 @@ class ScalingModel:
 
 
 def build_agent(batch_size: int, seed: int = 0, overrides: tuple[str, ...] = ()):
-    """The FetchPush-v4 entry of configs/her.yml as ``her-wrap train`` builds it, with ``batch_size``."""
+    """The measured FetchPush-v4 entry (:data:`MEASURED_ENTRY_VARIANT`) as ``her-wrap train`` builds it, with
+    ``batch_size``."""
     from her_wrap.runs.arguments import default_config_path
     from her_wrap.runs.config import load_run_config
     from her_wrap.runs.env_factory import ensure_registered, make_training_envs
@@ -179,7 +194,9 @@ def build_agent(batch_size: int, seed: int = 0, overrides: tuple[str, ...] = ())
 
     ensure_registered(ENV_ID)
     config = load_run_config(
-        default_config_path(), ENV_ID, overrides=[f"batch_size:{batch_size}", *overrides]
+        default_config_path(),
+        ENV_ID,
+        overrides=[*measured_entry_overrides(), f"batch_size:{batch_size}", *overrides],
     )
     envs = make_training_envs(config, seed)
     return build(config, envs.train, seed=seed, verbose=0), config
@@ -312,23 +329,27 @@ def throughput_runs() -> list[tuple[str, list[str], int]]:
     """The runs of the throughput comparison: label, extra ``her-wrap train`` options, workers.
 
     The 2-worker runs are the manipulation rows' workers variants (``scripts/robotics_results.py``), which
-    keep the entry's env steps, rows and random steps per gradient step.
+    keep the entry's env steps, rows and random steps per gradient step; every run trains the measured
+    entry (:data:`MEASURED_ENTRY_VARIANT`), the workers variant's changes after it.
     """
     from lab.experiments import VARIANT_WORKERS, VARIANTS
 
-    runs = [("1 worker x 2 threads", ["--num-threads", "2"], 1)]
+    measured = list(measured_entry_overrides())
+    runs = [("1 worker x 2 threads", ["--num-threads", "2", "-params", *measured], 1)]
     for label, variant, binding in (
         ("2 workers x 1 thread", "workers-2", []),
         ("2 workers x 1 thread, 2 envs each", "workers-2-envs-2", []),
         ("2 workers x 1 thread, 2 envs each, not bound to cores", "workers-2-envs-2", ["--no-pin-workers"]),
     ):
         workers = VARIANT_WORKERS[variant]
-        runs.append((label, ["--workers", str(workers), *binding, "-params", *VARIANTS[variant]], workers))
+        extra = ["--workers", str(workers), *binding, "-params", *measured, *VARIANTS[variant]]
+        runs.append((label, extra, workers))
     return runs
 
 
 def throughput_command(total_steps: int, extra: list[str], workers: int) -> list[str]:
-    """``her-wrap train`` of the shipped entry for ``total_steps`` env steps over ``workers`` workers."""
+    """``her-wrap train`` of FetchPush's shipped entry, changed by ``extra``'s ``-params``, for
+    ``total_steps`` env steps over ``workers`` workers."""
     return [
         *("her-wrap", "train", "--env", ENV_ID, "--seed", "1"),
         *("-n", str(total_steps // workers), "--eval-freq", str(10 * total_steps), "--eval-episodes", "1"),

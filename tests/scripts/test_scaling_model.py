@@ -107,11 +107,14 @@ def test_every_throughput_run_keeps_the_entrys_env_steps_rows_and_random_steps_p
 
     # The 2-worker runs are the variants whose data per update tests/runs/test_robotics_results.py holds
     # equal to the entry's (env steps, rows and random steps per gradient step).
+    # Every run trains the one-process FetchPush entry the scaling model measured, the variant's changes after.
+    measured = measure_scaling.measured_entry_overrides()
+    assert measured == (*VARIANTS["n-steps-1"], *VARIANTS["net-3x256"], *VARIANTS["one-process"])
     (_, extra, workers), *split = measure_scaling.throughput_runs()
-    assert workers == 1 and "-params" not in extra
+    assert workers == 1 and tuple(extra[extra.index("-params") + 1 :]) == measured
     ran = [(workers, tuple(extra[extra.index("-params") + 1 :])) for _, extra, workers in split]
     variants = ["workers-2", "workers-2-envs-2", "workers-2-envs-2"]
-    assert ran == [(VARIANT_WORKERS[name], VARIANTS[name]) for name in variants]
+    assert ran == [(VARIANT_WORKERS[name], (*measured, *VARIANTS[name])) for name in variants]
     # the last layout is the one before it, its workers left unbound
     assert [("--no-pin-workers" in extra) for _, extra, _ in split] == [False, False, True]
 
