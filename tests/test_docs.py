@@ -178,7 +178,7 @@ def test_zoo_page_trains_her_wraps_buffer_with_the_zoos_script(tmp_path: Path) -
 # --------------------------------------------------------------------------- user pages and research log
 
 MAX_USER_PAGE_CHARACTERS = 10_000
-MAX_USER_PAGES_CHARACTERS = 61_000
+MAX_USER_PAGES_CHARACTERS = 60_000
 
 
 @pytest.mark.parametrize("page", USER_PAGES, ids=lambda page: str(page.relative_to(REPO)))
