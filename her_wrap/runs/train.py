@@ -232,6 +232,7 @@ def train(args: argparse.Namespace) -> RunLayout:
     print(f"Run folder: {layout.run_dir}", flush=True)
     print(
         f"Training HER({config.model_class}, {config.policy}) on {config.env_id} for {remaining} steps "
+        f"{f'on each of {worker.world} workers ({remaining * worker.world} in all) ' if worker.world > 1 else ''}"
         f"(seed {seed}{f', from step {initial_timesteps}' if initial_timesteps else ''})",
         flush=True,
     )

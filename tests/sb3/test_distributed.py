@@ -596,8 +596,12 @@ def test_workers_stop_when_their_launcher_is_killed(tmp_path: Path) -> None:
     assert match
     pids = [int(pid) for pid in match.groups()]
     try:
-        while "Training HER" not in launcher.stdout.readline():
+        line = launcher.stdout.readline()
+        while "Training HER" not in line:
             assert launcher.poll() is None
+            line = launcher.stdout.readline()
+        # -n counts each worker's env steps; the line says so, and the run's total.
+        assert "for 10000000 steps on each of 2 workers (20000000 in all)" in line, line
         launcher.kill()
         launcher.communicate()
         deadline = time.monotonic() + 30
