@@ -361,6 +361,22 @@ def test_fetch_push_on_two_workers_keeps_the_one_process_entrys_data_per_update_
     assert one.workers == 1 and experiments.variant_workers("one-process") == 1
 
 
+def test_the_one_process_preset_is_the_labs_former_fetch_push_entry() -> None:
+    # her_wrap.runs.presets.MANIPULATION_DDPG (in the wheel) and the lab's variant that gives back the
+    # one-process entry of 3 x 256 (rows, scripts/measure_scaling.py) must configure the same run.
+    from her_wrap.runs import presets
+
+    former = "n-steps-1+net-3x256+one-process"
+    assert experiments.variant_workers(former) == 1
+    configs = [
+        load_run_config(default_config_path(), "FetchPush-v4", overrides=overrides)
+        for overrides in (presets.MANIPULATION_DDPG_CHANGES, experiments.variant_overrides(former))
+    ]
+    assert configs[0].to_entry() == configs[1].to_entry()
+    assert configs[0].workers == 1 and configs[0].learner_kwargs["batch_size"] == 2048
+    assert configs[0].to_entry() != load_run_config(default_config_path(), "FetchPush-v4").to_entry()
+
+
 def test_a_curve_of_several_workers_counts_every_workers_env_steps(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "evaluations.npz"
     np.savez(path, timesteps=[10_000, 20_000], successes=[[0, 1], [1, 1]], train_seconds=[30.0, 61.0])
