@@ -103,8 +103,8 @@ class EntryTask:
 #: ``workers`` (the budget of its target), so a row's command and ``her-wrap train --env ID`` train the same
 #: agent.
 ENTRY_TASKS: dict[str, EntryTask] = {
-    # Two workers (the entry's ``workers: 2``), 200k env steps each.
-    "fetch-push-ddpg": EntryTask("FetchPush-v4", 400_000, workers=2),
+    # Two workers (the entry's ``workers: 2``), 250k env steps each.
+    "fetch-push-ddpg": EntryTask("FetchPush-v4", 500_000, workers=2),
     # The budget of its target, 0.9 within 60 minutes (the rows of 1M and 1.5M env steps: budget-1m and
     # budget-1.5m).
     "fetch-pick-and-place-ddpg": EntryTask("FetchPickAndPlace-v4", 600_000),
@@ -174,6 +174,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "net-2x256": ("policy_kwargs.net_arch:[256, 256]",),
     # Three hidden layers of 256: the FetchPush entry before it took two.
     "net-3x256": ("policy_kwargs.net_arch:[256, 256, 256]",),
+    # A batch of 1024 (512): on FetchPush, each worker's; 1024 was its two-worker entry before it took 512.
     "batch-1024": ("batch_size:1024",),
     "batch-512": ("batch_size:512",),
     "updates-10": ("gradient_steps:10",),
@@ -204,7 +205,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "workers-2": ("n_envs:1", "batch_size:1024", "learning_starts:500", "workers:2"),
     # The same data per update as workers-2, each worker stepping the entry's 2 envs in lockstep for half
     # as many steps per cycle (train_freq 125 x 2 envs x 2 workers = 500 env steps): one exploration
-    # forward pass and one pass of the collection loop per 2 env steps, as in one worker (FetchPush's entry).
+    # forward pass and one pass of the collection loop per 2 env steps, as in one worker (FetchPush's entry,
+    # whose workers draw 512 rows each).
     "workers-2-envs-2": ("batch_size:1024", "learning_starts:500", "train_freq:[125,step]", "workers:2"),
     # Two workers that each keep the whole recipe, as in the HER paper's regime: a cycle gathers 2 x 500 env
     # steps for the same 20 gradient steps, each averaging 2 x 2048 rows (half the updates per env step on

@@ -252,11 +252,11 @@ def train_options(arguments: list[str]) -> dict[str, str]:
 def test_an_entry_with_its_own_workers_trains_on_them_each_its_share_of_the_env_steps() -> None:
     task = experiments.ENTRY_TASKS[TWO_WORKERS]
     arguments = task.train_arguments(0)
-    assert task.workers == 2 and task.steps == 400_000 and "-params" not in arguments
+    assert task.workers == 2 and task.steps == 500_000 and "-params" not in arguments
     assert train_options(arguments) == {
         "--env": "FetchPush-v4",
         "--seed": "0",
-        "-n": "200000",
+        "-n": "250000",
         "--eval-freq": "10000",
         "--eval-episodes": "50",
         "--save-freq": "50000",
@@ -264,8 +264,8 @@ def test_an_entry_with_its_own_workers_trains_on_them_each_its_share_of_the_env_
     }
     # The row's command trains what ``her-wrap train --env FetchPush-v4`` trains: the entry as it stands.
     shipped = load_run_config(default_config_path(), "FetchPush-v4")
-    assert shipped.workers == 2 and shipped.n_timesteps == 200_000
-    assert load_run_config(default_config_path(), "FetchPush-v4", n_timesteps=200_000, workers=2) == shipped
+    assert shipped.workers == 2 and shipped.n_timesteps == 250_000
+    assert load_run_config(default_config_path(), "FetchPush-v4", n_timesteps=250_000, workers=2) == shipped
     # A variant that sets no workers keeps the entry's; one-process trains it in one process.
     assert task.with_variant("td3").workers == task.with_variant("budget-600k").workers == 2
     assert train_options(task.with_variant("budget-600k").train_arguments(0))["-n"] == "300000"
@@ -350,14 +350,19 @@ def per_update(config: Any, workers: int) -> tuple[int, int, int]:
     return env_steps, learner["batch_size"] * workers, learner["learning_starts"] * workers
 
 
-def test_fetch_push_on_two_workers_keeps_the_one_process_entrys_data_per_update_and_one_process_undoes_it() -> (
+def test_fetch_push_on_two_workers_keeps_the_one_process_entrys_env_steps_per_update_and_one_process_undoes_it() -> (
     None
 ):
     shipped = load_run_config(default_config_path(), "FetchPush-v4")
     one = load_run_config(
         default_config_path(), "FetchPush-v4", overrides=experiments.VARIANTS["one-process"]
     )
-    assert per_update(shipped, 2) == per_update(one, 1) == (25, 2048, 1000)
+    # The same env steps and random steps per update, on half the rows (2 x 512; batch-1024 gives 2048).
+    assert per_update(shipped, 2) == (25, 1024, 1000) and per_update(one, 1) == (25, 2048, 1000)
+    before = load_run_config(
+        default_config_path(), "FetchPush-v4", overrides=experiments.VARIANTS["batch-1024"]
+    )
+    assert per_update(before, 2) == per_update(one, 1)
     assert one.workers == 1 and experiments.variant_workers("one-process") == 1
 
 
@@ -583,8 +588,8 @@ def test_a_stopped_run_of_the_two_worker_entry_counts_both_workers_env_steps(tmp
         train_seconds=[30.0, 61.0],
     )
     record = experiments.stopped_run_record(TWO_WORKERS, task, run_dir)
-    assert record["timesteps"] == [20_000, 40_000] and record["budget"] == 400_000
-    assert record["train_command"].endswith("-n 200000 --eval-freq 10000 --eval-episodes 50 --save-freq 50000 "
+    assert record["timesteps"] == [20_000, 40_000] and record["budget"] == 500_000
+    assert record["train_command"].endswith("-n 250000 --eval-freq 10000 --eval-episodes 50 --save-freq 50000 "
                                             "--workers 2")  # fmt: skip
     with pytest.raises(UsageError, match=r"trained on 2 worker\(s\), not 1"):
         experiments.stopped_run_record(TWO_WORKERS, task, run_dir, "one-process")
@@ -594,8 +599,9 @@ def test_the_one_process_variant_takes_a_run_of_fetch_pushs_entry_before_it_took
     tmp_path: pathlib.Path,
 ) -> None:
     """A run of FetchPush's one-process entry recorded no ``workers``; named from the entry as it now is,
-    ``n-steps-1+net-3x256+one-process+budget-600k``, it is that row's command, and only that row's."""
-    variant = "n-steps-1+net-3x256+one-process+budget-600k"
+    ``batch-1024+n-steps-1+net-3x256+one-process+budget-600k``, it is that row's command, and only that
+    row's (``one-process`` sets the batch of 2048 after ``batch-1024``)."""
+    variant = "batch-1024+n-steps-1+net-3x256+one-process+budget-600k"
     record = results.load_results(RESULTS_FILE)[f"{TWO_WORKERS}+{variant}/0"]
     assert "workers" not in record["settings"] and record["workers"] == 1 and record["steps"] == 600_000
     task = experiments.ENTRY_TASKS[TWO_WORKERS]
@@ -605,7 +611,10 @@ def test_the_one_process_variant_takes_a_run_of_fetch_pushs_entry_before_it_took
     assert command_entry(row, overrides) == {**record["settings"], "workers": 1}
     run_dir = command_run(tmp_path, row, record["settings"])
     experiments.check_shipped_entry(row, run_dir, overrides)
-    for other in ("n-steps-1+one-process+budget-600k", "n-steps-1+net-3x256+budget-600k"):
+    for other in (
+        "batch-1024+n-steps-1+one-process+budget-600k",
+        "batch-1024+n-steps-1+net-3x256+budget-600k",
+    ):
         with pytest.raises(UsageError, match="pass the --variant it ran"):
             experiments.check_shipped_entry(
                 task.with_variant(other), run_dir, experiments.variant_overrides(other)

@@ -26,12 +26,10 @@ PANDA_PUSH = dataclasses.replace(ENTRY_TASKS["panda-push-ddpg"], steps=600_000)
 PANDA_PUSH_440K = dataclasses.replace(PANDA_PUSH, steps=440_000)
 #: FetchSlide's entry (one process, with LayerNorm and movement weights) for 600k env steps.
 FETCH_SLIDE = dataclasses.replace(ENTRY_TASKS["fetch-slide-ddpg"], steps=600_000)
-#: FetchPush's entry on two workers, and the variants that name it and the one-process entry before it.
+#: FetchPush's entry on two workers, and the variants that name it and the entry before it (a batch of 1024
+#: per worker, 400k env steps).
 FETCH_PUSH = ENTRY_TASKS["fetch-push-ddpg"]
-PROMOTED, PREVIOUS = (
-    "n-steps-3+net-2x256+workers-2-envs-2+budget-400k",
-    "n-steps-1+net-3x256+one-process+budget-600k",
-)
+PROMOTED, PREVIOUS = ("batch-512+budget-500k", "batch-1024+budget-400k")
 
 
 def row(steps: int, variant: str | None = None, final: float = 0.9, workers: int = 1) -> dict[str, Any]:
@@ -204,25 +202,16 @@ def test_the_script_prints_the_new_names_writes_them_and_leaves_the_file_on_a_dr
     assert list(json.loads(results.read_text())) == ["fetch-slide-ddpg+no-layer-norm/0", "fetch-slide-ddpg/1"]
 
 
-def test_the_two_worker_fetch_push_entry_renames_each_kind_of_row_to_the_command_it_ran() -> None:
-    """FetchPush's entry took two workers, 2 x 256 networks and 3-step returns for 400k env steps, measured
-    as ``PROMOTED``; ``PREVIOUS`` names the one-process entry before it (3 x 256, one-step returns, 600k)."""
+def test_the_fetch_push_entry_of_batch_512_renames_each_kind_of_row_to_the_command_it_ran() -> None:
+    """FetchPush's entry took a batch of 512 per worker for 500k env steps, measured as ``PROMOTED``;
+    ``PREVIOUS`` names the entry before it (1024 per worker, 400k env steps)."""
     old_rows = {
-        f"fetch-push-ddpg+{PROMOTED}/0": (400_000, 2, "fetch-push-ddpg/0"),
-        "fetch-push-ddpg+net-2x256+workers-2-envs-2+budget-400k/1": (400_000, 2, "fetch-push-ddpg+n-steps-1/1"),
-        "fetch-push-ddpg/2": (600_000, 1, f"fetch-push-ddpg+{PREVIOUS}/2"),
-        "fetch-push-ddpg+no-layer-norm/0": (
-            600_000, 1, "fetch-push-ddpg+n-steps-1+net-3x256+one-process+no-layer-norm+budget-600k/0"
-        ),
-        "fetch-push-ddpg+workers-2-envs-2/1": (600_000, 2, "fetch-push-ddpg+n-steps-1+net-3x256+budget-600k/1"),
-        "fetch-push-ddpg+n-steps-3+budget-300k/1": (
-            300_000, 1, "fetch-push-ddpg+net-3x256+one-process+budget-300k/1"
-        ),
-        "fetch-push-ddpg+n-steps-3+workers-2-envs-2+budget-300k/0": (
-            300_000, 2, "fetch-push-ddpg+net-3x256+budget-300k/0"
-        ),
-        "fetch-push-ddpg+no-movement+workers-2-paper/0": (
-            600_000, 2, "fetch-push-ddpg+n-steps-1+net-3x256+one-process+no-movement+workers-2-paper+budget-600k/0"
+        f"fetch-push-ddpg+{PROMOTED}/4": (500_000, 2, "fetch-push-ddpg/4"),
+        "fetch-push-ddpg+batch-512/0": (400_000, 2, "fetch-push-ddpg+budget-400k/0"),
+        "fetch-push-ddpg/1": (400_000, 2, f"fetch-push-ddpg+{PREVIOUS}/1"),
+        "fetch-push-ddpg+n-steps-1/2": (400_000, 2, "fetch-push-ddpg+batch-1024+n-steps-1+budget-400k/2"),
+        "fetch-push-ddpg+n-steps-1+net-3x256+one-process+budget-600k/3": (
+            600_000, 1, "fetch-push-ddpg+batch-1024+n-steps-1+net-3x256+one-process+budget-600k/3"
         ),
     }  # fmt: skip
     results = {
@@ -234,29 +223,28 @@ def test_the_two_worker_fetch_push_entry_renames_each_kind_of_row_to_the_command
         (key, new_key) for key, (_, _, new_key) in old_rows.items()
     ]
     commands = {item.new_key: item.train_command for item in renamed}
-    # The rows of the entry: its two workers, each its share of the 400k env steps, the entry as it stands.
-    assert commands["fetch-push-ddpg/0"] == (
+    # The rows of the entry: its two workers, each its share of the 500k env steps, the entry as it stands.
+    assert commands["fetch-push-ddpg/4"] == (
+        "her-wrap train --env FetchPush-v4 --seed 4 -n 250000 --eval-freq 10000 --eval-episodes 50 "
+        "--save-freq 50000 --workers 2"
+    )
+    # The batch of 512 for 400k env steps: the entry's settings on a smaller budget.
+    assert commands["fetch-push-ddpg+budget-400k/0"] == (
         "her-wrap train --env FetchPush-v4 --seed 0 -n 200000 --eval-freq 10000 --eval-episodes 50 "
         "--save-freq 50000 --workers 2"
     )
-    # The one-process entry before it: its whole batch and cycle in one process.
-    assert commands[f"fetch-push-ddpg+{PREVIOUS}/2"] == (
-        "her-wrap train --env FetchPush-v4 --seed 2 -n 600000 --eval-freq 20000 --eval-episodes 50 "
-        "--save-freq 100000 -params her.n_steps:1 policy_kwargs.net_arch:[256, 256, 256] batch_size:2048 "
-        "learning_starts:1000 train_freq:[250,step] workers:1"
-    )
-    paper = updated[
-        "fetch-push-ddpg+n-steps-1+net-3x256+one-process+no-movement+workers-2-paper+budget-600k/0"
-    ]
-    assert " -n 300000 " in paper["train_command"] and " --workers 2 -params " in paper["train_command"]
-    assert paper["overrides"][-1] == "workers:2" and paper["variant"].endswith("workers-2-paper+budget-600k")
+    assert commands[f"fetch-push-ddpg+{PREVIOUS}/1"].endswith(" -n 200000 --eval-freq 10000 --eval-episodes 50 "
+                                                              "--save-freq 50000 --workers 2 -params batch_size:1024")  # fmt: skip
+    one = updated["fetch-push-ddpg+batch-1024+n-steps-1+net-3x256+one-process+budget-600k/3"]
+    assert one["overrides"][0] == "batch_size:1024" and "batch_size:2048" in one["overrides"]
+    assert " -n 600000 " in one["train_command"] and "--workers" not in one["train_command"]
 
 
 def test_a_renamed_row_whose_workers_are_not_its_new_commands_is_refused() -> None:
-    # A run of the one-process entry on two workers would be no row of PREVIOUS, which trains in one process.
-    results = {"fetch-push-ddpg/0": row(600_000, workers=2)}
+    # A run of the entry in one process would be no row of PREVIOUS, which trains on two workers.
+    results = {"fetch-push-ddpg/0": row(400_000, workers=1)}
     message = (
-        f"row fetch-push-ddpg/0 ran on 2 worker(s), but as fetch-push-ddpg+{PREVIOUS} its command trains on 1"
+        f"row fetch-push-ddpg/0 ran on 1 worker(s), but as fetch-push-ddpg+{PREVIOUS} its command trains on 2"
     )
     with pytest.raises(UsageError, match=re.escape(message)):
         rename_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, PROMOTED, PREVIOUS)
@@ -275,20 +263,22 @@ def _without_plain_layer_norm(settings: dict[str, Any]) -> dict[str, Any]:
     "key",
     [
         "fetch-push-ddpg/0",
-        "fetch-push-ddpg+n-steps-1/1",
+        "fetch-push-ddpg+budget-400k/4",
         f"fetch-push-ddpg+{PREVIOUS}/3",
-        "fetch-push-ddpg+n-steps-1+net-3x256+budget-600k/2",
-        "fetch-push-ddpg+net-3x256+one-process+budget-300k/1",
-        "fetch-push-ddpg+net-3x256+budget-300k/0",
-        "fetch-push-ddpg+n-steps-1+net-3x256+one-process+no-layer-norm+budget-600k/4",
-        "fetch-push-ddpg+n-steps-1+net-3x256+one-process+no-layer-norm+no-movement+workers-2+budget-600k/0",
-        "fetch-push-ddpg+n-steps-1+net-3x256+one-process+no-layer-norm+no-movement+workers-2-paper+budget-600k/0",
-        "fetch-push-ddpg+n-steps-1+net-3x256+one-process+no-layer-norm+no-movement+updates-40+budget-600k/0",
+        "fetch-push-ddpg+batch-1024+n-steps-1+budget-400k/1",
+        "fetch-push-ddpg+batch-1024+n-steps-1+net-3x256+one-process+budget-600k/3",
+        "fetch-push-ddpg+batch-1024+n-steps-1+net-3x256+budget-600k/2",
+        "fetch-push-ddpg+batch-1024+net-3x256+one-process+budget-300k/1",
+        "fetch-push-ddpg+batch-1024+net-3x256+budget-300k/0",
+        "fetch-push-ddpg+batch-1024+n-steps-1+net-3x256+one-process+no-layer-norm+budget-600k/4",
+        "fetch-push-ddpg+batch-1024+n-steps-1+net-3x256+one-process+no-layer-norm+no-movement+workers-2+budget-600k/0",
+        "fetch-push-ddpg+batch-1024+n-steps-1+net-3x256+one-process+no-layer-norm+no-movement+workers-2-paper+budget-600k/0",
+        "fetch-push-ddpg+batch-1024+n-steps-1+net-3x256+one-process+no-layer-norm+no-movement+updates-40+budget-600k/0",
     ],
 )
 def test_a_recorded_fetch_push_rows_name_gives_the_settings_and_workers_it_ran(key: str) -> None:
-    """The rows of docs/robotics_results.json, renamed for the two-worker entry: each name's command on
-    the entry as it now is trains what the row recorded."""
+    """The rows of docs/robotics_results.json, renamed for each entry FetchPush took (two workers, then 512
+    rows per worker): each name's command on the entry as it now is trains what the row recorded."""
     record = load_results(ROOT / "docs" / "robotics_results.json")[key]
     variant = record["variant"]
     assert key == f"fetch-push-ddpg{'+' + variant if variant else ''}/{record['seed']}"

@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "configs" / "her.yml"
 
 #: What two workers of the FetchPush entry tuned for one process trained on for the results table (and the
-#: settings FetchPush's entry now ships on its two workers): each worker its 2 envs, half the batch, half
-#: the env steps per cycle, half the warm-up and half the budget.
+#: settings FetchPush's entry now ships on its two workers, but for its batch of 512): each worker its 2
+#: envs, half the batch, half the env steps per cycle, half the warm-up and half the budget.
 TWO_WORKER_SHARES = ("batch_size:1024", "learning_starts:500", "train_freq:[125,step]")
 
 
@@ -64,9 +64,11 @@ def test_fetch_push_ships_each_of_its_two_workers_share_of_the_one_process_regim
     assert load_run_config(SHIPPED, "FetchPush-v4", workers=2, notes=notes) == shipped and notes == []
     one_process_split = load_run_config(SHIPPED, "FetchSlide-v4", workers=2)
     assert shipped.workers == 2 and shipped.n_envs == one_process_split.n_envs == 2
-    for key in ("batch_size", "learning_starts", "train_freq", "gradient_steps"):
+    for key in ("learning_starts", "train_freq", "gradient_steps"):
         assert shipped.learner_kwargs[key] == one_process_split.learner_kwargs[key], key
-    assert shipped.n_timesteps == 200_000  # each worker's: 400k env steps in all
+    # Its batch is half a split's: each update averages 2 x 512 rows, not the one-process entry's 2048.
+    assert shipped.learner_kwargs["batch_size"] == one_process_split.learner_kwargs["batch_size"] // 2 == 512
+    assert shipped.n_timesteps == 250_000  # each worker's: 500k env steps in all
 
 
 ONE_WORKER_ENTRY = """

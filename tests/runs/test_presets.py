@@ -72,10 +72,10 @@ def comparable(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_manipulation_preset_is_the_one_process_recipe_of_the_fetch_push_entry_on_two_workers():
-    """FetchPush's entry trains on two workers, each with half of an update's rows and of a cycle's env
-    steps; the preset, for a script of one process, keeps the whole of both in that process."""
+    """FetchPush's entry trains on two workers, each with a quarter of an update's rows and half of a
+    cycle's env steps; the preset, for a script of one process, keeps the whole of both in that process."""
     shipped = load_run_config(CONFIG, "FetchPush-v4")
-    assert shipped.workers == 2 and shipped.learner_kwargs["batch_size"] == 1024
+    assert shipped.workers == 2 and shipped.learner_kwargs["batch_size"] == 512
     preset = presets.MANIPULATION_DDPG
     assert (preset["batch_size"], preset["learning_starts"]) == (2048, 1000)
     assert preset["train_freq"] == (250, "step")
