@@ -166,19 +166,35 @@ class CheckpointCallback(BaseCallback):
     due in one cycle (``save_freq`` shorter than a cycle) are all that same agent; the replay buffer is kept
     with the last of them.
 
+    With several workers every worker trains with one: worker 0 saves the agent and its replay buffer, each
+    other worker its own replay buffer, at the same steps.
+
     See :mod:`her_wrap.runs.checkpoints` for the files and why a kill during a save is harmless.
 
     :param agent: the :class:`her_wrap.HER` being trained
     :param run_dir: the run folder
     :param save_freq: env steps between checkpoints; ``<= 0`` disables them
     :param verbose: 1 prints each checkpoint
+    :param rank: this worker's rank
+    :param synchronize: a barrier of the workers (``None`` when training alone)
     """
 
-    def __init__(self, agent: HER, run_dir: Path, save_freq: int, verbose: int = 1):
+    def __init__(
+        self,
+        agent: HER,
+        run_dir: Path,
+        save_freq: int,
+        verbose: int = 1,
+        *,
+        rank: int = 0,
+        synchronize: Callable[[], None] | None = None,
+    ):
         super().__init__(verbose=verbose)
         self.agent = agent
         self.run_dir = run_dir
         self.save_freq = save_freq
+        self.rank = rank
+        self.synchronize = synchronize
         self._next_save = 0
         self._due: list[int] = []  # env steps naming the checkpoints to save once this cycle has trained
 
@@ -201,13 +217,15 @@ class CheckpointCallback(BaseCallback):
 
     def _save_if_due(self) -> None:
         due, self._due = self._due, []
-        for timesteps in due[:-1]:  # fell due earlier in the same cycle: the same agent, no buffer
+        for timesteps in due[:-1] if self.rank == 0 else ():  # fell due earlier in the cycle: no buffer
             model = checkpoint_paths(self.run_dir, timesteps)[0]
             save_agent(self.agent, model)
             if self.verbose >= 1:
                 print(f"Saved checkpoint {model}", flush=True)
         if due:
-            saved = save_checkpoint(self.agent, self.run_dir, due[-1])
+            saved = save_checkpoint(
+                self.agent, self.run_dir, due[-1], rank=self.rank, synchronize=self.synchronize
+            )
             if self.verbose >= 1:
                 print(f"Saved checkpoint {saved.model}", flush=True)
 

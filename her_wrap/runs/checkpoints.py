@@ -5,16 +5,22 @@ A checkpoint is two files, named as rl-baselines3-zoo names them::
     rl_model_5000_steps.zip                   the agent (normalization statistics included)
     rl_model_replay_buffer_5000_steps.pkl     its replay buffer
 
-Each file is written atomically (:mod:`her_wrap.runs.atomic`), and the agent's zip last: a checkpoint
-counts only once its zip exists, and by then its replay buffer is complete. A kill during a save therefore
-leaves the previous checkpoint as the latest complete one. Replay buffers are large, so only the latest
-checkpoint keeps its own; older checkpoints keep their agent.
+In a run of several workers each worker keeps its own replay buffer, and worker ``r`` (from 1) saves it
+beside worker 0's as ``rl_model_replay_buffer_5000_steps.worker{r}.pkl`` (``replay_buffer.worker{r}.pkl``
+for the final agent's): a resumed worker goes on with the transitions it gathered itself.
+
+Each file is written atomically (:mod:`her_wrap.runs.atomic`), and the agent's zip last, once every
+worker's replay buffer is written: a checkpoint counts only once its zip exists, and by then its replay
+buffers are complete. A kill during a save therefore leaves the previous checkpoint as the latest complete
+one. Replay buffers are large, so only the latest checkpoint keeps its own; older checkpoints keep their
+agent.
 """
 
 from __future__ import annotations
 
 import re
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,6 +57,12 @@ def checkpoint_paths(run_dir: Path, timesteps: int) -> tuple[Path, Path]:
     )
 
 
+def worker_replay_buffer_path(path: Path, rank: int) -> Path:
+    """The file where worker ``rank`` keeps the replay buffer that worker 0 keeps at ``path``."""
+    path = Path(path)
+    return path if rank == 0 else path.with_name(f"{path.stem}.worker{rank}{path.suffix}")
+
+
 def checkpoint_timesteps(run_dir: Path) -> list[int]:
     """Timesteps of the complete checkpoints in ``run_dir`` (their zip exists), ascending."""
     if not Path(run_dir).is_dir():
@@ -72,17 +84,27 @@ def checkpoint_model_path(run_dir: Path, timesteps: int) -> Path:
     return checkpoint_paths(run_dir, timesteps)[0]
 
 
-def save_agent(agent: HER, model_path: Path, *, replay_buffer_path: Path | None = None) -> None:
+def save_agent(
+    agent: HER,
+    model_path: Path,
+    *,
+    replay_buffer_path: Path | None = None,
+    before_zip: Callable[[], None] | None = None,
+) -> None:
     """Save an agent (and optionally its replay buffer), every file atomically, the zip last; when the zip
     cannot be written, a replay buffer this call created is removed again.
 
     :param agent: a :class:`her_wrap.HER`
     :param model_path: destination of the agent's zip
     :param replay_buffer_path: destination of the replay buffer, or ``None`` to skip it
+    :param before_zip: called between the replay buffer and the zip (the other workers' buffers are
+        written by then)
     """
     new_replay_buffer = replay_buffer_path is not None and not replay_buffer_path.exists()
     if replay_buffer_path is not None:
         atomic_write(replay_buffer_path, lambda path: agent.save_replay_buffer(str(path)))
+    if before_zip is not None:
+        before_zip()
     try:
         atomic_write(model_path, lambda path: agent.save(str(path)))
     except BaseException:
@@ -105,18 +127,33 @@ def save_normalizer(agent: HER, path: Path) -> bool:
     return True
 
 
-def save_checkpoint(agent: HER, run_dir: Path, timesteps: int) -> SavedAgent:
+def save_checkpoint(
+    agent: HER, run_dir: Path, timesteps: int, *, rank: int = 0, synchronize: Callable[[], None] | None = None
+) -> SavedAgent:
     """Write the checkpoint at ``timesteps`` and drop the replay buffers of older checkpoints.
+
+    With several workers every worker calls it at the same step: worker 0 writes the agent and its replay
+    buffer, each other worker its own replay buffer (:func:`worker_replay_buffer_path`), and worker 0's
+    zip waits until they all have. A worker on a machine that does not see the run folder saves nothing.
 
     :param agent: a :class:`her_wrap.HER`
     :param run_dir: the run folder
     :param timesteps: the env steps that name the files (see :class:`her_wrap.runs.callbacks.CheckpointCallback`)
+    :param rank: this worker's rank
+    :param synchronize: a barrier of the workers (``None`` when training alone)
     """
     model, replay_buffer = checkpoint_paths(run_dir, timesteps)
-    save_agent(agent, model, replay_buffer_path=replay_buffer)
+    if rank == 0:
+        save_agent(agent, model, replay_buffer_path=replay_buffer, before_zip=synchronize)
+    else:
+        if Path(run_dir).is_dir():
+            own = worker_replay_buffer_path(replay_buffer, rank)
+            atomic_write(own, lambda path: agent.save_replay_buffer(str(path)))
+        if synchronize is not None:
+            synchronize()
     for older in checkpoint_timesteps(run_dir):
         if older < timesteps:
-            checkpoint_paths(run_dir, older)[1].unlink(missing_ok=True)
+            worker_replay_buffer_path(checkpoint_paths(run_dir, older)[1], rank).unlink(missing_ok=True)
     return SavedAgent(model, replay_buffer)
 
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from her_wrap.envs.checks import NonFiniteDataError
 from her_wrap.runs import arguments, launcher, workers
-from her_wrap.runs.atomic import remove_stale_temporaries
+from her_wrap.runs.atomic import atomic_write, remove_stale_temporaries
 from her_wrap.runs.checkpoints import (
     SavedAgent,
     checkpoint_paths,
@@ -45,6 +45,7 @@ from her_wrap.runs.checkpoints import (
     resolve_saved_agent,
     save_agent,
     save_normalizer,
+    worker_replay_buffer_path,
 )
 from her_wrap.runs.env_factory import (
     EVAL_SEED_OFFSET,
@@ -128,8 +129,11 @@ def resumed_seed(seed: int, timesteps: int) -> int:
     return int(state[0] >> 1)
 
 
-def _load_agent(saved: SavedAgent, envs: TrainingEnvs, args: argparse.Namespace, seed: int) -> Any:
-    """Load ``saved`` onto ``envs``, reseeded with :func:`resumed_seed` at its timestep count."""
+def _load_agent(
+    saved: SavedAgent, envs: TrainingEnvs, args: argparse.Namespace, seed: int, rank: int = 0
+) -> Any:
+    """Load ``saved`` onto ``envs``, reseeded with :func:`resumed_seed` at its timestep count, with worker
+    ``rank``'s replay buffer (worker 0's when that worker's was not saved)."""
     from her_wrap import HER
 
     agent = HER.load(
@@ -145,8 +149,12 @@ def _load_agent(saved: SavedAgent, envs: TrainingEnvs, args: argparse.Namespace,
     envs.evaluate.seed(seed + EVAL_SEED_OFFSET)
     print(f"Envs, exploration and sampling go on with seed {seed} (resumed_seed)", flush=True)
     if saved.replay_buffer is not None:
-        agent.load_replay_buffer(str(saved.replay_buffer))
-        print(f"Loaded the replay buffer {saved.replay_buffer}", flush=True)
+        own = worker_replay_buffer_path(saved.replay_buffer, rank)
+        if not own.is_file():
+            print(f"Note: worker {rank} has no replay buffer saved ({own}); loading worker 0's", flush=True)
+            own = saved.replay_buffer
+        agent.load_replay_buffer(str(own))
+        print(f"Loaded the replay buffer {own}", flush=True)
     else:
         print(f"Note: no replay buffer saved with {saved.model}; continuing with an empty one", flush=True)
     return agent
@@ -201,7 +209,7 @@ def train(args: argparse.Namespace) -> RunLayout:
                 tensorboard_log=_tensorboard_dir(args),
             )
         else:
-            agent = _load_agent(saved, envs, args, seed)
+            agent = _load_agent(saved, envs, args, seed, worker.rank)
         initial_timesteps = int(agent.model.num_timesteps) if saved is not None else 0
         remaining = config.n_timesteps - initial_timesteps
         if remaining <= 0:
@@ -216,7 +224,9 @@ def train(args: argparse.Namespace) -> RunLayout:
             shutil.rmtree(layout.run_dir, ignore_errors=True)
         raise
     if not worker.leads:
-        return _follow(agent, envs, remaining, reset_num_timesteps=saved is None, layout=layout)
+        return _follow(
+            agent, envs, remaining, args, worker=worker, reset_num_timesteps=saved is None, layout=layout
+        )
 
     write_yaml_file(layout.config_path, {config.env_id: config.to_entry()})
     recorded = arguments.plain_arguments(args)
@@ -246,7 +256,9 @@ def train(args: argparse.Namespace) -> RunLayout:
         best_model_path=layout.best_model_path,
         verbose=args.verbose,
     )
-    checkpoints = CheckpointCallback(agent, layout.run_dir, args.save_freq, verbose=args.verbose)
+    checkpoints = CheckpointCallback(
+        agent, layout.run_dir, args.save_freq, verbose=args.verbose, synchronize=worker.synchronize
+    )
     # Checked whenever a checkpoint falls due, so that none holds a diverged learner.
     every = math.gcd(FINITE_CHECK_STEPS, args.save_freq) if args.save_freq > 0 else FINITE_CHECK_STEPS
     finite = FiniteParameters(every, lambda: newest_checkpoint(layout.run_dir))
@@ -303,10 +315,33 @@ def _save_stopped(agent: Any, layout: RunLayout, with_replay_buffer: bool, signu
 
 
 def _follow(
-    agent: Any, envs: TrainingEnvs, remaining: int, *, reset_num_timesteps: bool, layout: RunLayout
+    agent: Any,
+    envs: TrainingEnvs,
+    remaining: int,
+    args: argparse.Namespace,
+    *,
+    worker: workers.Worker,
+    reset_num_timesteps: bool,
+    layout: RunLayout,
 ) -> RunLayout:
-    """Train as a worker other than rank 0: no evaluation, no logs, no files."""
-    agent.learn(remaining, log_interval=None, reset_num_timesteps=reset_num_timesteps)
+    """Train as a worker other than rank 0: no evaluation and no logs; its replay buffer saved with each
+    checkpoint (and at the end with ``--save-replay-buffer``), beside rank 0's."""
+    from her_wrap.runs.callbacks import CheckpointCallback
+
+    keeps_files = layout.run_dir.is_dir()
+    if not keeps_files and (args.save_freq > 0 or args.save_replay_buffer):
+        print(
+            f"Note: worker {worker.rank} does not see the run folder {layout.run_dir} on this machine: "
+            "its replay buffer is not saved (a resumed run gives it worker 0's)",
+            flush=True,
+        )
+    checkpoints = CheckpointCallback(
+        agent, layout.run_dir, args.save_freq, verbose=0, rank=worker.rank, synchronize=worker.synchronize
+    )
+    agent.learn(remaining, callback=checkpoints, log_interval=None, reset_num_timesteps=reset_num_timesteps)
+    if args.save_replay_buffer and keeps_files:
+        own = worker_replay_buffer_path(layout.replay_buffer_path, worker.rank)
+        atomic_write(own, lambda path: agent.save_replay_buffer(str(path)))
     envs.close()
     workers.leave_workers()
     return layout

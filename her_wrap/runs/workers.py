@@ -15,8 +15,10 @@ A config entry's ``workers: N`` starts N workers as ``--workers N`` does; ``--wo
 1`` trains in one process), and under torchrun the launch's count does.
 
 Each worker steps its own envs (seeded ``seed + rank * SEED_STRIDE``) into its own replay buffer; the learner's training
-is shared as :mod:`her_wrap.sb3.distributed` describes. Rank 0 alone writes the run folder (config, args,
-monitor files of its envs, evaluations, checkpoints, the final agent); the other workers log nothing.
+is shared as :mod:`her_wrap.sb3.distributed` describes. Rank 0 writes the run folder (config, args,
+monitor files of its envs, evaluations, checkpoints, the final agent); the other workers log nothing and
+save only their replay buffers, beside rank 0's (:func:`~her_wrap.runs.checkpoints.worker_replay_buffer_path`),
+which each loads again when the run resumes.
 Every step count of the run (``n_timesteps``, ``--eval-freq``, ``--save-freq``, ``timesteps`` in
 ``evaluations.npz``) counts one worker's env steps: the run's total is N times that.
 """
@@ -115,6 +117,15 @@ class Worker:
     def leads(self) -> bool:
         """Rank 0: the worker that evaluates, logs and saves."""
         return self.rank == 0
+
+    @property
+    def synchronize(self) -> Callable[[], None] | None:
+        """A barrier of the run's workers (each waits until all reach it), or ``None`` when training alone."""
+        if self.world == 1:
+            return None
+        import torch.distributed as dist
+
+        return dist.barrier
 
     def seed(self, seed: int) -> int:
         """This worker's seed: rank 0's seed (shared by all workers) plus ``rank * SEED_STRIDE``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from her_wrap.runs.checkpoints import (
     resolve_saved_agent,
     save_checkpoint,
     save_normalizer,
+    worker_replay_buffer_path,
 )
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.run_layout import RunLayout, find_run, new_run
@@ -144,6 +146,38 @@ def test_only_the_latest_checkpoint_keeps_its_replay_buffer(tmp_path: Path) -> N
         [100, 200, 300],
         ["rl_model_replay_buffer_300_steps.pkl"],
     )
+
+
+def test_a_workers_checkpoint_holds_each_workers_buffer_before_worker_0s_zip(tmp_path: Path) -> None:
+    """Worker 1 writes its own buffer and drops its older ones; worker 0's zip waits for the barrier."""
+    seen: list[tuple[str, bool, bool]] = []
+
+    def barrier(rank: int, timesteps: int) -> None:
+        model, buffer = checkpoint_paths(tmp_path, timesteps)
+        seen.append((f"worker {rank}", model.exists(), worker_replay_buffer_path(buffer, 1).exists()))
+
+    for timesteps in (100, 200):
+        save_checkpoint(
+            FakeAgent(f"1 at {timesteps}"),
+            tmp_path,
+            timesteps,
+            rank=1,
+            synchronize=functools.partial(barrier, 1, timesteps),
+        )
+        save_checkpoint(
+            FakeAgent(f"0 at {timesteps}"),
+            tmp_path,
+            timesteps,
+            rank=0,
+            synchronize=functools.partial(barrier, 0, timesteps),
+        )
+    buffers = {path.name: path.read_text() for path in tmp_path.glob("rl_model_replay_buffer_*")}
+    assert buffers == {
+        "rl_model_replay_buffer_200_steps.pkl": "buffer 0 at 200",
+        "rl_model_replay_buffer_200_steps.worker1.pkl": "buffer 1 at 200",
+    }
+    # At each barrier worker 1's buffer is written and worker 0's zip is not yet.
+    assert seen == [("worker 1", False, True), ("worker 0", False, True)] * 2
 
 
 def test_checkpoint_timesteps_ignores_other_files(tmp_path: Path) -> None:

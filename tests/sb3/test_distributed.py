@@ -667,6 +667,50 @@ def test_a_killed_worker_restarts_the_workers_from_the_last_checkpoint_and_the_r
     assert outcome == (True, True, True), out
 
 
+def _two_workers_run(tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    command = _two_workers_command(tmp_path, "1024", "--oversubscribe")
+    done = subprocess.run(
+        [*command, *options], env=_environment(), capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_every_worker_saves_its_own_replay_buffer_with_each_checkpoint_and_loads_it_on_resume(
+    tmp_path: Path,
+) -> None:
+    _two_workers_run(tmp_path, "--save-freq", "512", "--save-replay-buffer")
+    (run,) = tmp_path.glob("her/BitFlipping-v0_*")
+    files = {path.name for path in run.iterdir() if "replay_buffer" in path.name}
+    assert files == {
+        "rl_model_replay_buffer_1024_steps.pkl",
+        "rl_model_replay_buffer_1024_steps.worker1.pkl",  # the 512-step ones were dropped
+        "replay_buffer.pkl",
+        "replay_buffer.worker1.pkl",
+    }
+    # Each holds the transitions of its own worker's envs, seeded apart.
+    assert (run / "replay_buffer.pkl").read_bytes() != (run / "replay_buffer.worker1.pkl").read_bytes()
+
+    resumed = _two_workers_run(tmp_path / "again", "-i", str(run / "rl_model_1024_steps.zip"), "-n", "1536")
+    loaded = re.findall(r"Loaded the replay buffer (\S+)", resumed.stdout)
+    assert sorted(Path(path).name for path in loaded) == [
+        "rl_model_replay_buffer_1024_steps.pkl",
+        "rl_model_replay_buffer_1024_steps.worker1.pkl",
+    ]
+
+
+def test_a_worker_without_its_own_saved_replay_buffer_resumes_with_worker_0s(tmp_path: Path) -> None:
+    _two_workers_run(tmp_path, "--save-freq", "1024")
+    (run,) = tmp_path.glob("her/BitFlipping-v0_*")
+    (
+        run / "rl_model_replay_buffer_1024_steps.worker1.pkl"
+    ).unlink()  # as a run saved before workers kept theirs
+    resumed = _two_workers_run(tmp_path / "again", "-i", str(run / "rl_model_1024_steps.zip"), "-n", "1536")
+    assert "Note: worker 1 has no replay buffer saved" in resumed.stdout
+    loaded = re.findall(r"Loaded the replay buffer (\S+)", resumed.stdout)
+    assert [Path(path).name for path in loaded] == ["rl_model_replay_buffer_1024_steps.pkl"] * 2
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(2400)
 def test_two_workers_learn_15_bit_flipping(tmp_path: Path) -> None:
