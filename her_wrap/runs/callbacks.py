@@ -237,14 +237,33 @@ class SignalStop(BaseCallback):
     step in progress finish, so that the caller can save a checkpoint a resumed run starts from. While
     :meth:`handling` is active the process's handlers of both signals are this callback's; a second signal
     leaves without saving (``os._exit``, status ``128 + signal number``), for a save that hangs.
+
+    Workers of one run must stop at the same step (each step they share is a collective), so with
+    ``synchronized`` they agree at the start of every training cycle, whether any of them received a signal:
+    all stop at the first step of the cycle after one did.
+
+    :param synchronized: whether this is one worker of several
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self) -> None:
+    def __init__(self, synchronized: bool = False) -> None:
         super().__init__(verbose=0)
-        #: the signal that asked training to stop, or None
+        #: the signal that asked this process to stop, or None
         self.received: int | None = None
+        self.synchronized = synchronized
+        self._agreed: int | None = None
+
+    @property
+    def stopped_by(self) -> int | None:
+        """The signal that stops training (with several workers, the one they agreed on), or None."""
+        return self._agreed if self.synchronized else self.received
+
+    def _on_rollout_start(self) -> None:
+        if self.synchronized:
+            from her_wrap.runs.workers import largest
+
+            self._agreed = largest(self.received or 0) or None
 
     def _handle(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
@@ -269,7 +288,7 @@ class SignalStop(BaseCallback):
                 signal.signal(signum, handler)
 
     def _on_step(self) -> bool:
-        return self.received is None
+        return self.stopped_by is None
 
 
 class FiniteParameters(BaseCallback):

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from her_wrap.runs.arguments import positive_int
-from her_wrap.runs.errors import UsageError
+from her_wrap.runs.errors import StoppedBySignal, UsageError
 from her_wrap.runs.workers import (
     DEFAULT_TIMEOUT_S,
     EXIT_PEER_LOST,
@@ -43,7 +43,8 @@ from her_wrap.runs.workers import (
 STOP_GRACE_S = 10.0
 
 
-#: Seconds the launcher waits, after Ctrl-C, for rank 0 to save the agent before it stops the workers.
+#: Seconds the launcher waits, after SIGINT (Ctrl-C) or SIGTERM, for the workers to stop and save before it
+#: kills them.
 SAVE_GRACE_S = 120.0
 
 
@@ -268,8 +269,9 @@ def _launch_once(
         )
         for rank in range(args.workers)
     ]
-    # A launcher stopped by SIGTERM (a job scheduler, kill) stops its workers on the way out.
-    previous_handler = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    # SIGINT (Ctrl-C) and SIGTERM (a job scheduler, kill) reach the launcher alone (the workers run in a
+    # process group of their own), which passes them on once: the workers stop together and save.
+    previous_handlers = {signum: signal.signal(signum, _raise_signalled) for signum in STOP_SIGNALS}
     for process in processes:
         process.start()
     pinned = "" if cores is None else f", bound to cores {', '.join(map(str, cores))}"
@@ -279,20 +281,62 @@ def _launch_once(
     )
     try:
         return _watch(processes)
-    except KeyboardInterrupt:
-        # Ctrl-C reached every worker too: give rank 0 time to save the agent as it is.
-        print(
-            f"Interrupted: waiting up to {SAVE_GRACE_S:g} s for worker 0 to save", file=sys.stderr, flush=True
-        )
-        processes[0].join(SAVE_GRACE_S)
-        raise
+    except _Signalled as signalled:
+        _stop_and_save(processes, signalled.signum)
+        raise StoppedBySignal(signalled.signum) from None
     finally:
         _stop(processes)
-        signal.signal(signal.SIGTERM, previous_handler)
+        for signum, handler in previous_handlers.items():
+            signal.signal(signum, handler)
 
 
-def _exit_on_sigterm(signum: int, frame: Any) -> None:
-    sys.exit(128 + signum)
+#: The signals that stop a run of several workers after they save (:class:`her_wrap.runs.callbacks.SignalStop`).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class _Signalled(Exception):
+    """The launcher received one of :data:`STOP_SIGNALS`."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_signalled(signum: int, frame: Any) -> None:
+    raise _Signalled(signum)
+
+
+def _stop_and_save(processes: list[Any], signum: int) -> None:
+    """Pass ``signum`` on to the workers and wait for them to save and end; a second signal passes on too
+    (the workers then exit at once, without saving)."""
+    name = signal.Signals(signum).name
+    _signal_running(processes, signum)
+    print(
+        f"{name}: the workers stop at their next training cycle and save (waiting up to {SAVE_GRACE_S:g} s; "
+        f"{name} again stops them at once)",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        deadline = time.monotonic() + SAVE_GRACE_S
+        for process in processes:
+            process.join(max(0.0, deadline - time.monotonic()))
+    except _Signalled as again:
+        _signal_running(processes, again.signum)
+    late = [rank for rank, process in enumerate(processes) if process.is_alive()]
+    if late:
+        print(
+            f"her-wrap train: error: worker(s) {', '.join(map(str, late))} did not stop within {SAVE_GRACE_S:g} s; "
+            "killing them (resume from the newest checkpoint)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _signal_running(processes: list[Any], signum: int) -> None:
+    for process in processes:
+        if process.is_alive() and process.pid is not None:
+            os.kill(process.pid, signum)
 
 
 def _watch(processes: list[Any]) -> int:
@@ -357,6 +401,7 @@ def _worker_main(
     """One worker started by :func:`launch`: bound to ``core`` (when given, before any thread starts, so
     that torch's and gloo's threads stay there too), torchrun's environment (``elastic``: the run's id and
     restart count), then the training entry."""
+    os.setpgrp()  # signals to the launcher's group (Ctrl-C) reach the launcher, which passes them on once
     if core is not None:
         os.sched_setaffinity(0, {core})
     os.environ.update(
@@ -380,6 +425,8 @@ def _worker_main(
     except WorkerLostError as error:
         print(f"her-wrap train: error: {error}", file=sys.stderr, flush=True)
         status = EXIT_PEER_LOST
+    except StoppedBySignal as stop:
+        status = stop.status  # saved, as worker 0 printed
     except KeyboardInterrupt:
         status = 130
     except BaseException:

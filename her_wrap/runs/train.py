@@ -15,18 +15,18 @@ with :func:`resumed_seed` of its seed and step count, so that they do not start 
 ``--workers N`` (or the entry's ``workers: N``) trains with N worker processes on this machine; see
 :mod:`her_wrap.runs.workers`.
 
-SIGINT (Ctrl-C) or SIGTERM (a job scheduler about to pre-empt) stops a one-worker run at the next env step:
-the agent, its normalization statistics and, with ``--save-replay-buffer``, its replay buffer are saved as
-the checkpoint of that step, one line says where, and the exit status is 128 + the signal's number (130 for
-SIGINT, 143 for SIGTERM); a second signal exits at once, saving nothing more. A run that cannot go on (a
-corrupt saved agent, a full disk, NaN from the env, a diverged learner) ends in one line and status 3, bad
-input in one line and status 2; docs/troubleshooting.md says what to do in each case.
+SIGINT (Ctrl-C) or SIGTERM (a job scheduler about to pre-empt) stops a one-worker run at the next env step,
+and the workers of several at the first step of their next training cycle, all at the same one: the agent, its
+normalization statistics and, with ``--save-replay-buffer``, its replay buffers are saved as the checkpoint of
+that step, one line says where, and the exit status is 128 + the signal's number (130 for SIGINT, 143 for
+SIGTERM); a second signal exits at once, saving nothing more. A run that cannot go on (a corrupt saved agent,
+a full disk, NaN from the env, a diverged learner) ends in one line and status 3, bad input in one line and
+status 2; docs/troubleshooting.md says what to do in each case.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import shutil
 import signal
@@ -44,6 +44,7 @@ from her_wrap.runs.checkpoints import (
     newest_checkpoint,
     resolve_saved_agent,
     save_agent,
+    save_checkpoint,
     save_normalizer,
     worker_replay_buffer_path,
 )
@@ -262,11 +263,9 @@ def train(args: argparse.Namespace) -> RunLayout:
     # Checked whenever a checkpoint falls due, so that none holds a diverged learner.
     every = math.gcd(FINITE_CHECK_STEPS, args.save_freq) if args.save_freq > 0 else FINITE_CHECK_STEPS
     finite = FiniteParameters(every, lambda: newest_checkpoint(layout.run_dir))
-    stop = SignalStop()
-    # Several workers stop together through their launcher; one process stops itself.
-    signals = contextlib.nullcontext(stop) if workers.under_torchrun() else stop.handling()
+    stop = SignalStop(synchronized=worker.world > 1)  # several workers stop at the same step
     try:
-        with signals:
+        with stop.handling():
             agent.learn(
                 remaining,
                 callback=[finite, evaluation, checkpoints, stop],
@@ -281,11 +280,11 @@ def train(args: argparse.Namespace) -> RunLayout:
         envs.close()
         raise RunError(f"{config.env_id}: {error}") from None
     finite.check()
-    if stop.received is not None:
-        _save_stopped(agent, layout, args.save_replay_buffer, stop.received)
+    if stop.stopped_by is not None:
+        _save_stopped(agent, layout, args.save_replay_buffer, stop.stopped_by, worker)
         envs.close()
         workers.leave_workers()
-        raise StoppedBySignal(stop.received)
+        raise StoppedBySignal(stop.stopped_by)
     save_agent(
         agent,
         layout.final_model_path,
@@ -301,11 +300,19 @@ def train(args: argparse.Namespace) -> RunLayout:
     return layout
 
 
-def _save_stopped(agent: Any, layout: RunLayout, with_replay_buffer: bool, signum: int) -> None:
-    """Save a run stopped by a signal as the checkpoint of its step count (``-i RUN_FOLDER`` resumes it)."""
+def _save_stopped(
+    agent: Any, layout: RunLayout, with_replay_buffer: bool, signum: int, worker: workers.Worker
+) -> None:
+    """Save a run stopped by a signal as the checkpoint of its step count (``-i RUN_FOLDER`` resumes it):
+    every worker calls it; worker 0 saves the agent, and with ``with_replay_buffer`` each its replay buffer."""
     timesteps = int(agent.num_timesteps)
-    model_path, replay_buffer_path = checkpoint_paths(layout.run_dir, timesteps)
-    save_agent(agent, model_path, replay_buffer_path=replay_buffer_path if with_replay_buffer else None)
+    model_path = checkpoint_paths(layout.run_dir, timesteps)[0]
+    if with_replay_buffer:
+        save_checkpoint(agent, layout.run_dir, timesteps, rank=worker.rank, synchronize=worker.synchronize)
+    elif worker.leads:
+        save_agent(agent, model_path)
+    if not worker.leads:
+        return
     save_normalizer(agent, layout.vecnormalize_path)
     print(
         f"Stopped by {signal.Signals(signum).name} at step {timesteps}: saved the agent to {model_path} "
@@ -326,7 +333,7 @@ def _follow(
 ) -> RunLayout:
     """Train as a worker other than rank 0: no evaluation and no logs; its replay buffer saved with each
     checkpoint (and at the end with ``--save-replay-buffer``), beside rank 0's."""
-    from her_wrap.runs.callbacks import CheckpointCallback
+    from her_wrap.runs.callbacks import CheckpointCallback, SignalStop
 
     keeps_files = layout.run_dir.is_dir()
     if not keeps_files and (args.save_freq > 0 or args.save_replay_buffer):
@@ -338,7 +345,19 @@ def _follow(
     checkpoints = CheckpointCallback(
         agent, layout.run_dir, args.save_freq, verbose=0, rank=worker.rank, synchronize=worker.synchronize
     )
-    agent.learn(remaining, callback=checkpoints, log_interval=None, reset_num_timesteps=reset_num_timesteps)
+    stop = SignalStop(synchronized=True)
+    with stop.handling():
+        agent.learn(
+            remaining,
+            callback=[checkpoints, stop],
+            log_interval=None,
+            reset_num_timesteps=reset_num_timesteps,
+        )
+    if stop.stopped_by is not None:
+        _save_stopped(agent, layout, args.save_replay_buffer, stop.stopped_by, worker)
+        envs.close()
+        workers.leave_workers()
+        raise StoppedBySignal(stop.stopped_by)
     if args.save_replay_buffer and keeps_files:
         own = worker_replay_buffer_path(layout.replay_buffer_path, worker.rank)
         atomic_write(own, lambda path: agent.save_replay_buffer(str(path)))

@@ -179,16 +179,9 @@ def resume_restarted_run(args: argparse.Namespace) -> None:
     record = _restart_record(args.log_folder)
     if record is None:
         return
-    import torch
-    import torch.distributed as dist
-
     # Every worker of a restarted group resumes, or none: under torchrun a node whose workers did not fail
     # restarts them with its restart count unchanged, so the group takes the largest count of its workers.
-    count = torch.tensor([int(os.environ.get(RESTART_COUNT_ENV, "0"))])
-    if dist.get_backend() == "nccl":
-        count = count.cuda()
-    dist.all_reduce(count, op=dist.ReduceOp.MAX)
-    if int(count.item()) == 0 or not record.exists():
+    if largest(int(os.environ.get(RESTART_COUNT_ENV, "0"))) == 0 or not record.exists():
         return
     previous = Path(record.read_text().strip())
     try:
@@ -233,6 +226,18 @@ def join_workers(args: argparse.Namespace) -> Worker:
     if not worker.leads:
         args.verbose, args.tensorboard, args.progress = 0, None, False
     return worker
+
+
+def largest(value: int) -> int:
+    """The largest of the workers' ``value`` (a collective: every worker calls it at the same point)."""
+    import torch
+    import torch.distributed as dist
+
+    tensor = torch.tensor([int(value)])
+    if dist.get_backend() == "nccl":
+        tensor = tensor.cuda()
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return int(tensor.item())
 
 
 def leave_workers() -> None:

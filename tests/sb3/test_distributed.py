@@ -711,6 +711,43 @@ def test_a_worker_without_its_own_saved_replay_buffer_resumes_with_worker_0s(tmp
     assert [Path(path).name for path in loaded] == ["rl_model_replay_buffer_1024_steps.pkl"] * 2
 
 
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_to_the_launcher_stops_every_worker_at_one_step_and_saves_the_run(
+    signum: int, status: int, tmp_path: Path
+) -> None:
+    command = _two_workers_command(tmp_path, "1e7", "--oversubscribe")
+    launcher_process = subprocess.Popen(
+        [*command, "--save-replay-buffer", "--max-restarts", "1"],
+        env=_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert launcher_process.stdout is not None
+    for line in launcher_process.stdout:
+        if line.startswith("Training HER"):
+            break
+    time.sleep(3.0)  # into the training loop
+    launcher_process.send_signal(signum)
+    try:
+        rest, err = launcher_process.communicate(timeout=120)
+    finally:
+        if launcher_process.poll() is None:
+            launcher_process.kill()
+    name = signal.Signals(signum).name
+    saved = re.findall(rf"Stopped by {name} at step (\d+): saved the agent", rest)
+    outcome = (launcher_process.returncode, len(saved), "Traceback" in err, "restarting" in err)
+    assert outcome == (status, 1, False, False), err
+    (run,) = tmp_path.glob("her/BitFlipping-v0_*")
+    steps = int(saved[0])
+    assert {path.name for path in run.glob(f"rl_model*_{steps}_steps*")} == {
+        f"rl_model_{steps}_steps.zip",
+        f"rl_model_replay_buffer_{steps}_steps.pkl",
+        f"rl_model_replay_buffer_{steps}_steps.worker1.pkl",
+    }
+    assert HER.load(str(run / f"rl_model_{steps}_steps.zip")).num_timesteps == steps > 0
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(2400)
 def test_two_workers_learn_15_bit_flipping(tmp_path: Path) -> None:
