@@ -748,6 +748,41 @@ def test_a_signal_to_the_launcher_stops_every_worker_at_one_step_and_saves_the_r
     assert HER.load(str(run / f"rl_model_{steps}_steps.zip")).num_timesteps == steps > 0
 
 
+class _Child:
+    """A shell process seen through the part of ``multiprocessing.Process`` the launcher uses."""
+
+    def __init__(self, script: str) -> None:
+        self.popen = subprocess.Popen(["sh", "-c", script])
+        self.pid = self.popen.pid
+
+    def is_alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def join(self, timeout: float | None = None) -> None:
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def test_the_launcher_names_the_workers_that_do_not_stop_after_a_signal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(launcher, "SAVE_GRACE_S", 1.0)
+    stopping = _Child("sleep 30")
+    stubborn = _Child("trap '' TERM; sleep 30 & wait")  # ignores SIGTERM
+    try:
+        time.sleep(0.2)  # the trap is set
+        launcher._stop_and_save([stopping, stubborn], signal.SIGTERM)
+        err = capsys.readouterr().err
+        assert (stopping.is_alive(), stubborn.is_alive()) == (False, True)
+        assert "worker(s) 1 did not stop within 1 s" in err and "SIGTERM again stops them at once" in err
+    finally:
+        for child in (stopping, stubborn):
+            child.popen.kill()
+            child.popen.wait()
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(2400)
 def test_two_workers_learn_15_bit_flipping(tmp_path: Path) -> None:
