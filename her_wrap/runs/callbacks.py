@@ -243,12 +243,14 @@ class SignalStop(BaseCallback):
     all stop at the first step of the cycle after one did.
 
     :param synchronized: whether this is one worker of several
+    :param announce: whether to print that a signal arrived (one worker of several does)
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self, synchronized: bool = False) -> None:
+    def __init__(self, synchronized: bool = False, announce: bool = True) -> None:
         super().__init__(verbose=0)
+        self.announce = announce
         #: the signal that asked this process to stop, or None
         self.received: int | None = None
         self.synchronized = synchronized
@@ -271,7 +273,9 @@ class SignalStop(BaseCallback):
             print(f"{name} again: exiting at once, without saving", flush=True)
             os._exit(128 + signum)
         self.received = signum
-        print(f"{name}: stopping after this step to save the agent ({name} again exits at once)", flush=True)
+        if self.announce:
+            when = "at the workers' next training cycle" if self.synchronized else "after this step"
+            print(f"{name}: stopping {when} to save the agent ({name} again exits at once)", flush=True)
 
     @contextlib.contextmanager
     def handling(self) -> Iterator[SignalStop]:

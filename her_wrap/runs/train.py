@@ -345,7 +345,7 @@ def _follow(
     checkpoints = CheckpointCallback(
         agent, layout.run_dir, args.save_freq, verbose=0, rank=worker.rank, synchronize=worker.synchronize
     )
-    stop = SignalStop(synchronized=True)
+    stop = SignalStop(synchronized=True, announce=False)
     with stop.handling():
         agent.learn(
             remaining,
