@@ -157,20 +157,11 @@ def test_a_workers_checkpoint_holds_each_workers_buffer_before_worker_0s_zip(tmp
         seen.append((f"worker {rank}", model.exists(), worker_replay_buffer_path(buffer, 1).exists()))
 
     for timesteps in (100, 200):
-        save_checkpoint(
-            FakeAgent(f"1 at {timesteps}"),
-            tmp_path,
-            timesteps,
-            rank=1,
-            synchronize=functools.partial(barrier, 1, timesteps),
-        )
-        save_checkpoint(
-            FakeAgent(f"0 at {timesteps}"),
-            tmp_path,
-            timesteps,
-            rank=0,
-            synchronize=functools.partial(barrier, 0, timesteps),
-        )
+        for rank in (1, 0):
+            synchronize = functools.partial(barrier, rank, timesteps)
+            save_checkpoint(
+                FakeAgent(f"{rank} at {timesteps}"), tmp_path, timesteps, rank=rank, synchronize=synchronize
+            )
     buffers = {path.name: path.read_text() for path in tmp_path.glob("rl_model_replay_buffer_*")}
     assert buffers == {
         "rl_model_replay_buffer_200_steps.pkl": "buffer 0 at 200",

@@ -8,13 +8,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from cli_processes import environment, signal_once_training
 
 from her_wrap import HER, BitFlippingEnv
 from her_wrap.envs.checks import NonFiniteDataError, check_finite_step
@@ -35,10 +35,6 @@ SMALL_BITS = [
 ]
 
 
-def _environment() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-
-
 def _train_command(log_folder: Path, *extra: str) -> list[str]:
     return [
         sys.executable, "-m", "her_wrap.runs.cli", "train", "--env", "BitFlipping-v0", "--seed", "0",
@@ -56,21 +52,10 @@ def _run_folder(log_folder: Path) -> Path:
 
 @pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_stops_train_with_a_loadable_checkpoint(signum: int, status: int, tmp_path: Path) -> None:
-    process = subprocess.Popen(
-        _train_command(tmp_path, "-n", "1e7", "--save-replay-buffer"),
-        env=_environment(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    returncode, rest, err = signal_once_training(
+        _train_command(tmp_path, "-n", "1e7", "--save-replay-buffer"), signum, settle_s=2.0
     )
-    assert process.stdout is not None
-    for line in process.stdout:
-        if line.startswith("Training HER"):
-            break
-    time.sleep(2.0)  # into the training loop
-    process.send_signal(signum)
-    rest, err = process.communicate(timeout=120)
-    assert process.returncode == status, err
+    assert returncode == status, err
     saved_lines = [line for line in rest.splitlines() if line.startswith("Stopped by")]
     assert len(saved_lines) == 1 and signal.Signals(signum).name in saved_lines[0]
     assert "Traceback" not in err
@@ -118,7 +103,7 @@ def run_with_checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Path:
     log_folder = tmp_path_factory.mktemp("logs")
     subprocess.run(
         _train_command(log_folder, "-n", "600", "--save-freq", "200"),
-        env=_environment(),
+        env=environment(),
         check=True,
         capture_output=True,
     )
@@ -137,7 +122,7 @@ def _resume(run_dir: Path, log_folder: Path) -> subprocess.CompletedProcess[str]
     """``her-wrap train -i RUN_DIR`` on to 700 steps, into ``log_folder``; it must succeed."""
     resumed = subprocess.run(
         _train_command(log_folder, "-n", "700", "-i", str(run_dir)),
-        env=_environment(),
+        env=environment(),
         capture_output=True,
         text=True,
     )
@@ -180,7 +165,7 @@ def test_a_truncated_agent_given_directly_is_one_line_naming_the_newest_good_one
     _truncate(broken)
     resumed = subprocess.run(
         _train_command(tmp_path / "again", "-n", "800", "-i", str(broken)),
-        env=_environment(),
+        env=environment(),
         capture_output=True,
         text=True,
     )

@@ -33,15 +33,12 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKERS = Path(__file__).resolve().parent / "distributed_workers.py"
 sys.path.insert(0, str(WORKERS.parent))
 
+from cli_processes import environment, signal_once_training  # noqa: E402
 from distributed_workers import VARIANTS, one_step_data, statistics_data  # noqa: E402
 
 #: Options that make the bit-flipping entry train every so many steps (not episodes), as workers need, and
 #: pin its seed.
 STEP_TRAINING = ["--seed", "1", "-params", "train_freq:[64,step]", "gradient_steps:4"]
-
-
-def _environment() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
 
 def _free_port() -> int:
@@ -55,7 +52,7 @@ def _start(scenario: str, out: Path, learner: str = "sac", world: int = 2) -> li
     return [
         subprocess.Popen(
             [sys.executable, str(WORKERS), scenario, str(rank), str(world), str(port), str(out), learner],
-            env=_environment(),
+            env=environment(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -352,7 +349,7 @@ def _launch_two_workers(tmp_path: Path, stderr: int) -> subprocess.Popen[str]:
     """``her-wrap train --workers 2`` on a budget it never reaches, without evaluations."""
     return subprocess.Popen(
         _two_workers_command(tmp_path, "1e7", "--oversubscribe"),
-        env=_environment(),
+        env=environment(),
         stdout=subprocess.PIPE,
         stderr=stderr,
         text=True,
@@ -472,7 +469,7 @@ def test_a_worker_leaves_no_semaphore_behind() -> None:
     completed = subprocess.run(
         [sys.executable, "-c", LAUNCH_ONE_WORKER, str(_free_port())],
         cwd=WORKERS.parent,
-        env=_environment(),
+        env=environment(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -579,7 +576,7 @@ def test_the_launchers_options_pass_in_the_workers_it_starts(
 def test_two_workers_bound_on_request_train_to_the_end(tmp_path: Path) -> None:
     trained = subprocess.run(
         _two_workers_command(tmp_path, "256", "--pin-workers"),
-        env=_environment(),
+        env=environment(),
         capture_output=True,
         text=True,
         timeout=300,
@@ -643,7 +640,7 @@ def test_a_killed_worker_restarts_the_workers_from_the_last_checkpoint_and_the_r
     command = _two_workers_command(tmp_path, "6000", "--oversubscribe")
     launcher = subprocess.Popen(
         [*command, "--max-restarts", "1", "--save-freq", "256"],
-        env=_environment(),
+        env=environment(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -670,7 +667,7 @@ def test_a_killed_worker_restarts_the_workers_from_the_last_checkpoint_and_the_r
 def _two_workers_run(tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
     command = _two_workers_command(tmp_path, "1024", "--oversubscribe")
     done = subprocess.run(
-        [*command, *options], env=_environment(), capture_output=True, text=True, timeout=300
+        [*command, *options], env=environment(), capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
     return done
@@ -716,28 +713,13 @@ def test_a_signal_to_the_launcher_stops_every_worker_at_one_step_and_saves_the_r
     signum: int, status: int, tmp_path: Path
 ) -> None:
     command = _two_workers_command(tmp_path, "1e7", "--oversubscribe")
-    launcher_process = subprocess.Popen(
-        [*command, "--save-replay-buffer", "--max-restarts", "1"],
-        env=_environment(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    returncode, rest, err = signal_once_training(
+        [*command, "--save-replay-buffer", "--max-restarts", "1"], signum, settle_s=3.0
     )
-    assert launcher_process.stdout is not None
-    for line in launcher_process.stdout:
-        if line.startswith("Training HER"):
-            break
-    time.sleep(3.0)  # into the training loop
-    launcher_process.send_signal(signum)
-    try:
-        rest, err = launcher_process.communicate(timeout=120)
-    finally:
-        if launcher_process.poll() is None:
-            launcher_process.kill()
     name = signal.Signals(signum).name
     saved = re.findall(rf"Stopped by {name} at step (\d+): saved the agent", rest)
     announced = rest.count(f"{name}: stopping at the workers' next training cycle")  # worker 0's line alone
-    outcome = (launcher_process.returncode, len(saved), announced, "Traceback" in err, "restarting" in err)
+    outcome = (returncode, len(saved), announced, "Traceback" in err, "restarting" in err)
     assert outcome == (status, 1, 1, False, False), err
     (run,) = tmp_path.glob("her/BitFlipping-v0_*")
     steps = int(saved[0])
@@ -795,7 +777,7 @@ def test_two_workers_learn_15_bit_flipping(tmp_path: Path) -> None:
     command += ["-params", "train_freq:[240,step]", "gradient_steps:40", "workers:2"]  # undivided
     trained = subprocess.run(
         [sys.executable, "-m", "her_wrap.runs.cli", "train", *command, "--workers", "2", "--oversubscribe"],
-        env=_environment(),
+        env=environment(),
         capture_output=True,
         text=True,
         timeout=1800,
@@ -814,7 +796,7 @@ def test_two_workers_learn_15_bit_flipping(tmp_path: Path) -> None:
             "-f",
             str(tmp_path),
         ],
-        env=_environment(),
+        env=environment(),
         capture_output=True,
         text=True,
         timeout=600,
@@ -849,7 +831,7 @@ def test_two_torchrun_launchers_on_one_host_train_as_two_machines(tmp_path: Path
     launchers = [
         subprocess.Popen(
             [str(torchrun), *rendezvous, *train],
-            env=_environment(),
+            env=environment(),
             cwd=tmp_path,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
