@@ -63,6 +63,14 @@ def worker_replay_buffer_path(path: Path, rank: int) -> Path:
     return path if rank == 0 else path.with_name(f"{path.stem}.worker{rank}{path.suffix}")
 
 
+def save_worker_replay_buffer(agent: HER, path: Path, rank: int) -> None:
+    """Write worker ``rank``'s replay buffer beside worker 0's ``path`` (:func:`worker_replay_buffer_path`),
+    atomically; nothing on a machine that does not see that folder (the run folder is worker 0's)."""
+    own = worker_replay_buffer_path(path, rank)
+    if own.parent.is_dir():
+        atomic_write(own, lambda temporary: agent.save_replay_buffer(str(temporary)))
+
+
 def checkpoint_timesteps(run_dir: Path) -> list[int]:
     """Timesteps of the complete checkpoints in ``run_dir`` (their zip exists), ascending."""
     if not Path(run_dir).is_dir():
@@ -146,9 +154,7 @@ def save_checkpoint(
     if rank == 0:
         save_agent(agent, model, replay_buffer_path=replay_buffer, before_zip=synchronize)
     else:
-        if Path(run_dir).is_dir():
-            own = worker_replay_buffer_path(replay_buffer, rank)
-            atomic_write(own, lambda path: agent.save_replay_buffer(str(path)))
+        save_worker_replay_buffer(agent, replay_buffer, rank)
         if synchronize is not None:
             synchronize()
     for older in checkpoint_timesteps(run_dir):

@@ -31,13 +31,13 @@ import math
 import shutil
 import signal
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
 from her_wrap.envs.checks import NonFiniteDataError
 from her_wrap.runs import arguments, launcher, workers
-from her_wrap.runs.atomic import atomic_write, remove_stale_temporaries
+from her_wrap.runs.atomic import remove_stale_temporaries
 from her_wrap.runs.checkpoints import (
     SavedAgent,
     checkpoint_paths,
@@ -46,6 +46,7 @@ from her_wrap.runs.checkpoints import (
     save_agent,
     save_checkpoint,
     save_normalizer,
+    save_worker_replay_buffer,
     worker_replay_buffer_path,
 )
 from her_wrap.runs.env_factory import (
@@ -281,10 +282,7 @@ def train(args: argparse.Namespace) -> RunLayout:
         raise RunError(f"{config.env_id}: {error}") from None
     finite.check()
     if stop.stopped_by is not None:
-        _save_stopped(agent, layout, args.save_replay_buffer, stop.stopped_by, worker)
-        envs.close()
-        workers.leave_workers()
-        raise StoppedBySignal(stop.stopped_by)
+        _end_stopped(agent, envs, layout, args.save_replay_buffer, stop.stopped_by, worker)
     save_agent(
         agent,
         layout.final_model_path,
@@ -300,11 +298,29 @@ def train(args: argparse.Namespace) -> RunLayout:
     return layout
 
 
+def _end_stopped(
+    agent: Any,
+    envs: TrainingEnvs,
+    layout: RunLayout,
+    with_replay_buffer: bool,
+    signum: int,
+    worker: workers.Worker,
+) -> NoReturn:
+    """End a run stopped by a signal, saved as the checkpoint of its step count (``-i RUN_FOLDER`` resumes
+    it): every worker calls it; worker 0 saves the agent, and with ``with_replay_buffer`` each its replay
+    buffer.
+
+    :raises StoppedBySignal: always, once saved
+    """
+    _save_stopped(agent, layout, with_replay_buffer, signum, worker)
+    envs.close()
+    workers.leave_workers()
+    raise StoppedBySignal(signum)
+
+
 def _save_stopped(
     agent: Any, layout: RunLayout, with_replay_buffer: bool, signum: int, worker: workers.Worker
 ) -> None:
-    """Save a run stopped by a signal as the checkpoint of its step count (``-i RUN_FOLDER`` resumes it):
-    every worker calls it; worker 0 saves the agent, and with ``with_replay_buffer`` each its replay buffer."""
     timesteps = int(agent.num_timesteps)
     model_path = checkpoint_paths(layout.run_dir, timesteps)[0]
     if with_replay_buffer:
@@ -335,8 +351,7 @@ def _follow(
     checkpoint (and at the end with ``--save-replay-buffer``), beside rank 0's."""
     from her_wrap.runs.callbacks import CheckpointCallback, SignalStop
 
-    keeps_files = layout.run_dir.is_dir()
-    if not keeps_files and (args.save_freq > 0 or args.save_replay_buffer):
+    if not layout.run_dir.is_dir() and (args.save_freq > 0 or args.save_replay_buffer):
         print(
             f"Note: worker {worker.rank} does not see the run folder {layout.run_dir} on this machine: "
             "its replay buffer is not saved (a resumed run gives it worker 0's)",
@@ -354,13 +369,9 @@ def _follow(
             reset_num_timesteps=reset_num_timesteps,
         )
     if stop.stopped_by is not None:
-        _save_stopped(agent, layout, args.save_replay_buffer, stop.stopped_by, worker)
-        envs.close()
-        workers.leave_workers()
-        raise StoppedBySignal(stop.stopped_by)
-    if args.save_replay_buffer and keeps_files:
-        own = worker_replay_buffer_path(layout.replay_buffer_path, worker.rank)
-        atomic_write(own, lambda path: agent.save_replay_buffer(str(path)))
+        _end_stopped(agent, envs, layout, args.save_replay_buffer, stop.stopped_by, worker)
+    if args.save_replay_buffer:
+        save_worker_replay_buffer(agent, layout.replay_buffer_path, worker.rank)
     envs.close()
     workers.leave_workers()
     return layout
