@@ -180,6 +180,10 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "batch-512": ("batch_size:512",),
     "batch-256": ("batch_size:256",),
     "updates-10": ("gradient_steps:10",),
+    # Greedy actions from a running average of the actor, moved 0.0002 of the way after each actor step (a
+    # mean age of 5,000 actor steps: 125k env steps of the FetchSlide entry). Training is unchanged, so a
+    # seed's run trains as the entry's, and its checkpoints hold both the actor and the average.
+    "actor-average-0.0002": ("policy_kwargs.actor_average:0.0002",),
     # LayerNorm after every hidden layer of the actor and the critic (mrl's networks; her_wrap.sb3.policies).
     "layer-norm": ("policy_kwargs.layer_norm:true",),
     # SB3's plain networks: the FetchPush entry before it took LayerNorm (the same weights and training, bit

@@ -46,6 +46,7 @@ from stable_baselines3.common.torch_layers import CombinedExtractor, FlattenExtr
 from stable_baselines3.td3.policies import Actor, TD3Policy
 from torch.nn.modules import module as torch_module
 
+from her_wrap.sb3.policies import LayerNormPolicy
 from her_wrap.sb3.update_options import UpdateOptions
 
 #: The activations the lean forward applies in place, by module class.
@@ -168,7 +169,11 @@ def actor_plan(policy: Any) -> ActorPlan | None:
 def _make_plan(policy: Any) -> ActorPlan | None:
     if not isinstance(policy, TD3Policy) or type(policy).predict is not BasePolicy.predict:
         return None
-    if type(policy)._predict is not TD3Policy._predict or not policy.squash_output:
+    # LayerNormPolicy's _predict differs only for greedy actions (its actor average); exploration is not.
+    if (
+        type(policy)._predict not in (TD3Policy._predict, LayerNormPolicy._predict)
+        or not policy.squash_output
+    ):
         return None
     actor = policy.actor
     if (

@@ -33,7 +33,7 @@ from her_wrap.sb3.persistence import (
     read_saved_her,
     write_her_members,
 )
-from her_wrap.sb3.policies import resolve_layer_norm_policy
+from her_wrap.sb3.policies import resolve_layer_norm_policy, with_policy_defaults
 from her_wrap.sb3.train_steps import (
     TrainFromSourceMixin,
     has_stock_actor_critic_train,
@@ -86,7 +86,8 @@ class HER(LearnerAttributes):
         four; any of them makes the learner train with HER's own train step
     :param model_kwargs: everything else goes to the learner (``learning_rate``, ``buffer_size``,
         ``batch_size``, ``policy_kwargs``, ``seed``, ``verbose``...). ``policy_kwargs=dict(layer_norm=True)``
-        builds DDPG's and TD3's networks with LayerNorm (:mod:`her_wrap.sb3.policies`)
+        builds DDPG's and TD3's networks with LayerNorm, ``actor_average=RATE`` gives them greedy actions
+        from a running average of the actor (:mod:`her_wrap.sb3.policies`)
     """
 
     #: refuse NaN or infinite env data (a loaded model checks again unless this is set to False)
@@ -131,7 +132,7 @@ class HER(LearnerAttributes):
                 )
         if isinstance(model_kwargs.get("policy_kwargs"), dict):
             # SB3 writes into the policy_kwargs it is given (SAC adds use_sde): keep the caller's intact.
-            model_kwargs["policy_kwargs"] = copy.deepcopy(model_kwargs["policy_kwargs"])
+            model_kwargs["policy_kwargs"] = with_policy_defaults(copy.deepcopy(model_kwargs["policy_kwargs"]))
         self._configure(
             SavedHER(
                 model_class=resolve_model_class(model_class),
@@ -165,7 +166,7 @@ class HER(LearnerAttributes):
         learner_env = self._use_env(env)
         # Any: every concrete learner takes _init_setup_model, their OffPolicyAlgorithm base does not.
         learner_class: Any = self._learner_class()
-        # policy_kwargs layer_norm=True on SB3's DDPG / TD3: their policy with LayerNorm (her_wrap.sb3.policies).
+        # policy_kwargs layer_norm / actor_average on SB3's DDPG / TD3: her_wrap's policy (her_wrap.sb3.policies).
         learner_policy = resolve_layer_norm_policy(policy, learner_class, model_kwargs.get("policy_kwargs"))
         self.model: OffPolicyAlgorithm = learner_class(
             learner_policy, learner_env, _init_setup_model=False, **model_kwargs

@@ -1,4 +1,5 @@
-"""DDPG's and TD3's policy with LayerNorm in the actor and the critics (mrl's manipulation networks).
+"""DDPG's and TD3's policy with LayerNorm in the actor and the critics (mrl's manipulation networks), and
+a running average of the actor for greedy actions.
 
 Every hidden ``Linear`` layer of the actor and of each critic is followed by an ``nn.LayerNorm`` over its
 units, then the activation: ``Linear -> LayerNorm -> ReLU`` per hidden layer, the output layer as SB3 makes
@@ -11,19 +12,51 @@ Two ways to ask for it:
   config, ``policy_kwargs: {layer_norm: true}``): :func:`resolve_layer_norm_policy` swaps in the matching
   class below. SBX's learners take ``layer_norm`` in their own ``policy_kwargs``, unchanged;
 - the classes themselves, for any SB3 DDPG or TD3: ``DDPG(LayerNormMultiInputPolicy, env)``.
+
+``policy_kwargs=dict(actor_average=RATE)`` (with or without LayerNorm) keeps a running average of the
+actor's weights, moved by ``RATE`` after every step of the actor's optimizer (a Polyak average, as the
+target networks are, but slower and separate from them): ``average = (1 - RATE) * average + RATE * actor``.
+Greedy actions (``predict(..., deterministic=True)``: evaluations, ``her-wrap enjoy``) come from the
+average; exploration and the learner's updates use the actor itself. A DDPG actor's greedy success
+swings from one evaluation to the next as its weights move; the average smooths those swings out. The
+average is saved and loaded with the policy, and every worker of a multi-worker run keeps the same one.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import torch as th
 from stable_baselines3.common.preprocessing import get_action_dim
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, CombinedExtractor, create_mlp
+from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
+from stable_baselines3.common.utils import polyak_update
 from stable_baselines3.td3.policies import Actor, ContinuousCritic, TD3Policy
 from torch import nn
 
+from her_wrap.core.settings import is_real
+
 #: The key of ``policy_kwargs`` that asks for LayerNorm.
 LAYER_NORM_KEY = "layer_norm"
+
+#: The key of ``policy_kwargs`` that asks for a running average of the actor for greedy actions.
+ACTOR_AVERAGE_KEY = "actor_average"
+
+#: The keys of ``policy_kwargs`` that make a DDPG / TD3 learner take :class:`LayerNormPolicy`.
+POLICY_KEYS = (LAYER_NORM_KEY, ACTOR_AVERAGE_KEY)
+
+
+def checked_actor_average(rate: Any) -> float:
+    """``rate`` as a float, when it is a valid ``actor_average`` (0 turns the average off).
+
+    :raises ValueError: for anything but a number in [0, 1)
+    """
+    if not is_real(rate) or not 0 <= rate < 1:
+        raise ValueError(
+            f"policy_kwargs {ACTOR_AVERAGE_KEY}= must be a number in [0, 1): the weight of the actor in "
+            f"the average after each of its steps (e.g. 0.0002), or 0 for none; got {rate!r}."
+        )
+    return float(rate)
 
 
 def layer_norm_network(
@@ -76,16 +109,45 @@ class LayerNormContinuousCritic(ContinuousCritic):
 
 
 class LayerNormPolicy(TD3Policy):
-    """``TD3Policy`` (DDPG's and TD3's ``MlpPolicy``) with LayerNorm in the actor and the critics.
+    """``TD3Policy`` (DDPG's and TD3's ``MlpPolicy``) with LayerNorm in the actor and the critics, and
+    optionally a running average of the actor for greedy actions (see the module's note).
 
     :param layer_norm: put LayerNorm after every hidden layer (``False``: exactly SB3's networks)
+    :param actor_average: weight of the actor in :attr:`actor_average` after each step of the actor's
+        optimizer; 0 (the default) keeps no average, and greedy actions come from the actor
     :param args: and ``kwargs``: those of SB3's ``TD3Policy``
+    :raises ValueError: for an ``actor_average`` outside [0, 1)
     """
 
-    def __init__(self, *args: Any, layer_norm: bool = True, **kwargs: Any) -> None:
-        # Read by make_actor / make_critic, which TD3Policy.__init__ calls.
+    def __init__(
+        self, *args: Any, layer_norm: bool = True, actor_average: float = 0.0, **kwargs: Any
+    ) -> None:
+        # Read by make_actor / make_critic and _build, which TD3Policy.__init__ calls.
         self.layer_norm = bool(layer_norm)
+        self.actor_average_rate = checked_actor_average(actor_average)
+        self.actor_average: Actor | None = None
         super().__init__(*args, **kwargs)
+
+    def _build(self, lr_schedule: Schedule) -> None:
+        super()._build(lr_schedule)
+        if self.actor_average_rate > 0:
+            # Its own features extractor, as the target actor has: the average reads none of the actor's.
+            self.actor_average = self.make_actor(features_extractor=None)
+            self.actor_average.load_state_dict(self.actor.state_dict())
+            self.actor_average.set_training_mode(False)
+            self.actor_average.requires_grad_(False)
+            self.actor.optimizer.register_step_post_hook(self._move_actor_average)
+
+    def _move_actor_average(self, *_: Any) -> None:
+        """After each step of the actor's optimizer: move the average toward the actor."""
+        assert self.actor_average is not None
+        polyak_update(self.actor.parameters(), self.actor_average.parameters(), self.actor_average_rate)
+        polyak_update(self.actor.buffers(), self.actor_average.buffers(), 1.0)  # running statistics, if any
+
+    def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
+        if deterministic and self.actor_average is not None:
+            return self.actor_average(observation)
+        return self.actor(observation)
 
     def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> Actor:
         if not self.layer_norm:
@@ -102,6 +164,7 @@ class LayerNormPolicy(TD3Policy):
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
         data[LAYER_NORM_KEY] = self.layer_norm
+        data[ACTOR_AVERAGE_KEY] = self.actor_average_rate
         return data
 
 
@@ -121,52 +184,83 @@ _LAYER_NORM_CLASSES: dict[str, type[LayerNormPolicy]] = {
 
 
 def resolve_layer_norm_policy(policy: str | type, learner: type, policy_kwargs: Any) -> str | type:
-    """The policy a learner is built with when its ``policy_kwargs`` ask for ``layer_norm``.
+    """The policy a learner is built with when its ``policy_kwargs`` ask for ``layer_norm`` or
+    ``actor_average``.
 
     :param policy: HER's ``policy`` argument (an SB3 policy name or class)
     :param learner: the learner class HER builds (SB3's, or her_wrap's subclass of it)
-    :param policy_kwargs: the learner's ``policy_kwargs`` (None, or a dict, read only)
-    :return: ``policy`` itself when there is no ``layer_norm`` key, or the learner takes it natively (SBX);
-        for SB3's DDPG and TD3 with a policy name, the matching LayerNorm class
-    :raises ValueError: ``layer_norm`` on an SB3 learner other than DDPG and TD3, or with a policy class
-        that does not take it
+    :param policy_kwargs: the learner's ``policy_kwargs`` (None, or a dict, read only). With
+        ``actor_average`` and no ``layer_norm``, pass ``layer_norm=False`` too for SB3's networks
+        (:func:`with_policy_defaults`)
+    :return: ``policy`` itself when there is neither key, or the learner takes ``layer_norm`` natively
+        (SBX); for SB3's DDPG and TD3 with a policy name, the matching :class:`LayerNormPolicy` class
+    :raises ValueError: either key on an SB3 learner other than DDPG and TD3, ``actor_average`` on an SBX
+        learner, or either key with a policy class that does not take it
     """
-    if not isinstance(policy_kwargs, dict) or LAYER_NORM_KEY not in policy_kwargs:
+    if not isinstance(policy_kwargs, dict):
+        return policy
+    keys = [key for key in POLICY_KEYS if key in policy_kwargs]
+    if not keys:
         return policy
     from stable_baselines3 import TD3
 
     from her_wrap.sb3.jax_learners import is_jax_learner
 
     if is_jax_learner(learner):
+        if ACTOR_AVERAGE_KEY in keys:
+            raise ValueError(
+                f"policy_kwargs {ACTOR_AVERAGE_KEY}= applies to SB3's DDPG and TD3; {learner.__name__} (SBX) "
+                f"takes no {ACTOR_AVERAGE_KEY}: remove it, or train torch's ddpg / td3."
+            )
         return policy  # SBX's policies take layer_norm themselves
 
+    # The average first: with it alone, HER adds layer_norm=False (with_policy_defaults).
+    key = ACTOR_AVERAGE_KEY if ACTOR_AVERAGE_KEY in keys else LAYER_NORM_KEY
     if not issubclass(learner, TD3):  # DDPG is a TD3
+        if key == LAYER_NORM_KEY:
+            applies, fix = (
+                "DDPG and TD3 (and to SBX's learners)",
+                "or use sbx.SAC / sbx.TQC, whose policies take it",
+            )
+        else:
+            applies, fix = "DDPG and TD3", "or train ddpg / td3"
         raise ValueError(
-            f"policy_kwargs {LAYER_NORM_KEY}= applies to DDPG and TD3 (and to SBX's learners); "
-            f"{learner.__name__} takes no {LAYER_NORM_KEY}: remove it, or use sbx.SAC / sbx.TQC, whose "
-            f"policies take {LAYER_NORM_KEY}."
+            f"policy_kwargs {key}= applies to {applies}; {learner.__name__} takes no {key}: remove it, {fix}."
         )
     if isinstance(policy, type):
         if issubclass(policy, LayerNormPolicy):
             return policy
         raise ValueError(
-            f"policy_kwargs {LAYER_NORM_KEY}= needs her_wrap's LayerNorm policy; {policy.__name__} does not "
+            f"policy_kwargs {key}= needs her_wrap's LayerNorm policy; {policy.__name__} does not "
             "take it: pass the policy as 'MlpPolicy' or 'MultiInputPolicy', or the class "
             "her_wrap.sb3.policies.LayerNormPolicy / LayerNormMultiInputPolicy."
         )
     if policy not in _LAYER_NORM_CLASSES:
         raise ValueError(
-            f"policy_kwargs {LAYER_NORM_KEY}= applies to {' and '.join(_LAYER_NORM_CLASSES)}; "
+            f"policy_kwargs {key}= applies to {' and '.join(_LAYER_NORM_CLASSES)}; "
             f"{policy!r} has no LayerNorm form."
         )
     return _LAYER_NORM_CLASSES[policy]
 
 
+def with_policy_defaults(policy_kwargs: Any) -> Any:
+    """``policy_kwargs`` with ``layer_norm=False`` added when it asks for ``actor_average`` alone.
+
+    :class:`LayerNormPolicy` puts LayerNorm in by default (its name says so); a learner that asks only for
+    the average keeps SB3's networks. Anything else comes back as it is; a dict is copied, not changed.
+    """
+    if isinstance(policy_kwargs, dict) and ACTOR_AVERAGE_KEY in policy_kwargs:
+        return {LAYER_NORM_KEY: False, **policy_kwargs}
+    return policy_kwargs
+
+
 __all__ = [
+    "ACTOR_AVERAGE_KEY",
     "LayerNormActor",
     "LayerNormContinuousCritic",
     "LayerNormMultiInputPolicy",
     "LayerNormPolicy",
     "layer_norm_network",
     "resolve_layer_norm_policy",
+    "with_policy_defaults",
 ]

@@ -28,9 +28,18 @@ def _init(rank: int, world: int, port: int, timeout_s: float = 60.0) -> None:
     )
 
 
-#: HER's weighted train step with the manipulation entry's update options, and LaBER's per-worker weights.
+#: HER's weighted train step with the manipulation entry's update options (and a running average of the
+#: actor, which every worker must keep alike), and LaBER's per-worker weights.
 VARIANTS = {
-    "ddpg-update-options": ("ddpg", dict(clip_target=True, action_l2=1.0, target_update_per_cycle=True)),
+    "ddpg-update-options": (
+        "ddpg",
+        dict(
+            clip_target=True,
+            action_l2=1.0,
+            target_update_per_cycle=True,
+            policy_kwargs=dict(net_arch=[16], actor_average=0.1),
+        ),
+    ),
     "sac-laber": ("sac", dict(laber="mean")),
     # 3 gradient steps per call, so that some of TD3's delayed actor steps are not a call's last.
     "td3-per-cycle": ("td3", dict(target_update_per_cycle=True, gradient_steps=3)),

@@ -233,6 +233,14 @@ def test_sbx_sac_with_droq_options_trains_with_dropout_critics() -> None:
     assert (model.policy.dropout_rate, model.policy.layer_norm, model.model._n_updates) == (0.01, True, 8)
 
 
+def test_an_actor_average_on_an_sbx_learner_names_the_torch_learners() -> None:
+    kwargs = tiny(policy_kwargs={"net_arch": [16], "actor_average": 0.01})
+    with pytest.raises(
+        ValueError, match=r"actor_average= applies to SB3's DDPG and TD3; \w*TD3 \(SBX\).*train torch's"
+    ):
+        HER("MlpPolicy", BitFlippingEnv(n_bits=4, continuous=True), sbx.TD3, **kwargs)
+
+
 class OwnBufferDQN(TorchDQN):
     """A learner that builds a buffer of its own whatever is set, as SBX's do."""
 

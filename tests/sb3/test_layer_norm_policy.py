@@ -1,4 +1,5 @@
-"""DDPG's and TD3's policy with LayerNorm in the actor and the critics (her_wrap.sb3.policies)."""
+"""DDPG's and TD3's policy with LayerNorm in the actor and the critics, and its running average of the
+actor for greedy actions (her_wrap.sb3.policies)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from her_wrap.runs.arguments import default_config_path
 from her_wrap.runs.config import load_run_config
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.model_factory import build_agent
-from her_wrap.sb3.policies import LayerNormMultiInputPolicy, LayerNormPolicy
+from her_wrap.sb3.exploration import actor_plan, exploration_actions
+from her_wrap.sb3.policies import LayerNormMultiInputPolicy, LayerNormPolicy, with_policy_defaults
 
 NET_ARCH = [16, 8]
 
@@ -165,3 +167,109 @@ class OtherPolicy(TD3Policy):
 def test_layer_norm_where_it_cannot_apply_names_the_fix(policy, model_class, message):
     with pytest.raises(ValueError, match=message):
         make_her(policy, model_class, layer_norm=True)
+
+
+# --------------------------------------------------------------------------- the actor's running average
+
+
+def flat(module: th.nn.Module) -> th.Tensor:
+    return th.nn.utils.parameters_to_vector(module.parameters()).detach().clone()
+
+
+def batch_observation(n: int = 3) -> dict[str, np.ndarray]:
+    return {key: np.stack([value] * n) for key, value in bit_env().reset(seed=5)[0].items()}
+
+
+def test_the_actor_average_moves_by_its_rate_after_each_step_of_the_actors_optimizer():
+    rate = 0.25
+    policy = make_her(actor_average=rate).model.policy
+    assert_same_state(policy.actor.state_dict(), policy.actor_average.state_dict())  # starts as a copy
+    assert not any(parameter.requires_grad for parameter in policy.actor_average.parameters())
+    optimized = {
+        id(parameter) for group in policy.actor.optimizer.param_groups for parameter in group["params"]
+    }
+    assert not optimized & {id(parameter) for parameter in policy.actor_average.parameters()}
+    for _ in range(3):
+        before = flat(policy.actor_average)
+        observation, _ = policy.obs_to_tensor(batch_observation())
+        loss = policy.actor(observation).pow(2).sum() - policy.actor(observation).sum()
+        policy.actor.optimizer.zero_grad()
+        loss.backward()
+        policy.actor.optimizer.step()
+        actor = flat(policy.actor)
+        th.testing.assert_close(flat(policy.actor_average), (1 - rate) * before + rate * actor)
+    assert not th.equal(flat(policy.actor_average), flat(policy.actor))
+
+
+@pytest.mark.parametrize("model_class", [DDPG, TD3])
+def test_greedy_actions_come_from_the_average_and_exploration_from_the_actor(model_class):
+    model = make_her(model_class=model_class, actor_average=0.05)
+    model.learn(120)
+    policy = model.model.policy
+    assert not th.equal(flat(policy.actor), flat(policy.actor_average))  # training moved them apart
+    observation = batch_observation()
+    tensor, _ = policy.obs_to_tensor(observation)
+    with th.no_grad():
+        average_actions = policy.unscale_action(policy.actor_average(tensor).numpy())
+        actor_actions = policy.unscale_action(policy.actor(tensor).numpy())
+    assert not np.allclose(average_actions, actor_actions)
+    np.testing.assert_allclose(model.predict(observation, deterministic=True)[0], average_actions, rtol=1e-6)
+    np.testing.assert_allclose(model.model.policy.predict(observation)[0], actor_actions, rtol=1e-6)
+    # Exploration keeps the lean forward of the actor itself.
+    assert actor_plan(policy) is not None
+    np.testing.assert_allclose(exploration_actions(policy, observation), actor_actions, rtol=1e-5, atol=1e-6)
+
+
+def test_the_average_alone_keeps_sb3s_networks_and_with_layer_norm_averages_the_norms_too():
+    plain = make_her(actor_average=0.01).model.policy
+    assert type(plain) is LayerNormMultiInputPolicy and plain.layer_norm is False
+    assert not any(isinstance(module, th.nn.LayerNorm) for module in plain.modules())
+    assert_same_state(make_her().model.policy.actor.state_dict(), plain.actor.state_dict())  # SB3's weights
+    normed = make_her(layer_norm=True, actor_average=0.01).model.policy
+    assert layer_types(normed.actor_average.mu) == layer_types(normed.actor.mu)
+    assert with_policy_defaults({"actor_average": 0.01}) == {"layer_norm": False, "actor_average": 0.01}
+    assert with_policy_defaults({"actor_average": 0.01, "layer_norm": True})["layer_norm"] is True
+    caller = {"net_arch": NET_ARCH, "actor_average": 0.01}
+    make_her(**caller)
+    assert caller == {"net_arch": NET_ARCH, "actor_average": 0.01}  # the caller's dict is not changed
+
+
+def test_a_trained_agent_with_an_actor_average_saves_and_loads_it(tmp_path):
+    model = make_her(layer_norm=True, actor_average=0.05)
+    model.learn(120)
+    model.save(tmp_path / "agent")
+    loaded = HER.load(tmp_path / "agent", env=bit_env())
+    assert loaded.model.policy.actor_average_rate == 0.05
+    assert_same_state(model.model.policy.state_dict(), loaded.model.policy.state_dict())
+    observation = batch_observation()
+    np.testing.assert_array_equal(
+        loaded.predict(observation, deterministic=True)[0], model.predict(observation, deterministic=True)[0]
+    )
+    before = flat(loaded.model.policy.actor_average)
+    loaded.learn(40)  # the loaded optimizer moves the loaded average on
+    assert not th.equal(flat(loaded.model.policy.actor_average), before)
+
+
+def test_a_config_asks_for_an_actor_average_through_policy_kwargs():
+    from stable_baselines3.common.env_util import make_vec_env
+
+    config = load_run_config(
+        default_config_path(),
+        "FetchReach-v4",
+        overrides=("model_class:ddpg", "policy_kwargs.actor_average:0.001", "policy_kwargs.net_arch:[8]"),
+    )
+    agent = build_agent(config, make_vec_env(bit_env, n_envs=1), seed=0, verbose=0)
+    assert agent.model.policy.actor_average_rate == 0.001 and agent.model.policy.actor_average is not None
+
+
+@pytest.mark.parametrize("rate", [1.0, -0.1, "0.1", True, float("nan")])
+def test_an_actor_average_outside_its_range_names_the_range(rate):
+    with pytest.raises(ValueError, match=r"actor_average= must be a number in \[0, 1\)"):
+        make_her(actor_average=rate)
+
+
+def test_an_actor_average_where_it_cannot_apply_names_the_fix():
+    with pytest.raises(ValueError, match=r"actor_average= applies to DDPG and TD3; SAC.*or train ddpg / td3"):
+        make_her(model_class=SAC, actor_average=0.01)
+    with pytest.raises(ValueError, match="OtherPolicy does not take it"):
+        make_her(OtherPolicy, actor_average=0.01)
