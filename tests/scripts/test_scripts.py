@@ -6,10 +6,12 @@ script that imports a name the package no longer has, or whose options no longer
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from lab import results
 
@@ -93,3 +95,72 @@ def test_bench_updates_only_prints_its_recipes_and_leaves_the_page_of_all_of_the
     assert "| FetchReach SAC preset (2 x 256, batch 256, 1 update per step) |" in completed.stdout
     assert "| SAC (3 x 256" not in completed.stdout
     assert page.read_text() == before
+
+
+def _load_script(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_evaluate_actors_plays_each_actors_weights_on_the_same_episodes(tmp_path: Path) -> None:
+    import numpy as np
+    import torch as th
+
+    from her_wrap import HER
+    from her_wrap.runs.env_factory import make_vec_goal_env
+
+    script = _load_script("evaluate_actors")
+    env_id = "BitFlippingContinuous-v0"
+    agent = HER(
+        "MultiInputPolicy",
+        make_vec_goal_env(env_id, {}, 1, 0),
+        "ddpg",
+        seed=0,
+        learning_starts=20,
+        batch_size=8,
+        policy_kwargs={"net_arch": [8], "actor_average": 0.2},
+    )
+    agent.learn(60)
+    agent.save(tmp_path / "first.zip")
+    agent.learn(60)
+    agent.save(tmp_path / "second.zip")
+
+    loaded = script.load_agent(tmp_path / "second.zip", env_id)
+    states = script.actor_states(loaded)
+    assert set(states) == {"actor", "target actor", "actor average"}
+    policy = loaded.model.policy
+    observation = dict(make_vec_goal_env(env_id, {}, 1, 3).reset())
+    tensor, _ = policy.obs_to_tensor(observation)
+    before = loaded.predict(observation, deterministic=True)[0]
+    with script.greedy_weights(loaded, states["target actor"]):
+        with th.no_grad():
+            expected = policy.unscale_action(policy.actor_target(tensor).numpy())
+        np.testing.assert_allclose(loaded.predict(observation, deterministic=True)[0], expected, rtol=1e-6)
+    np.testing.assert_array_equal(loaded.predict(observation, deterministic=True)[0], before)  # restored
+    mean = script.mean_state([states["actor"], states["target actor"]])
+    th.testing.assert_close(
+        mean["mu.0.weight"], (states["actor"]["mu.0.weight"] + states["target actor"]["mu.0.weight"]) / 2
+    )
+
+    completed = run_script(
+        "scripts/evaluate_actors.py",
+        env_id,
+        str(tmp_path / "first.zip"),
+        str(tmp_path / "second.zip"),
+        "-n",
+        "4",
+        "--average-last",
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    rows = [
+        line for line in completed.stdout.splitlines() if line.startswith(("| first", "| second", "| 2 |"))
+    ]
+    assert len(rows) == 3, completed.stdout
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")[1:]]
+        assert all(0 <= float(cell) <= 1 for cell in cells), row
+    missing = run_script("scripts/evaluate_actors.py", env_id, str(tmp_path / "none.zip"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
