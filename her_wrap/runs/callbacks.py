@@ -240,7 +240,10 @@ class SignalStop(BaseCallback):
 
     Workers of one run must stop at the same step (each step they share is a collective), so with
     ``synchronized`` they agree at the start of every training cycle, whether any of them received a signal:
-    all stop at the first step of the cycle after one did.
+    all stop at the first step of the cycle after one did. A worker takes the same signal again for the
+    same stop delivered twice (a job scheduler that signals every process of the job, as Slurm's
+    ``scancel`` does, while the launcher passes the signal on), however late it comes; what stops the
+    workers at once is their launcher (killing them at its second signal), or another signal.
 
     :param synchronized: whether this is one worker of several
     :param announce: whether to print that a signal arrived (one worker of several does)
@@ -270,12 +273,17 @@ class SignalStop(BaseCallback):
     def _handle(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
         if self.received is not None:
+            if self.synchronized and signum == self.received:
+                return  # the same stop, delivered both by the scheduler and by the launcher
             print(f"{name} again: exiting at once, without saving", flush=True)
             os._exit(128 + signum)
         self.received = signum
-        if self.announce:
-            when = "at the workers' next training cycle" if self.synchronized else "after this step"
-            print(f"{name}: stopping {when} to save the agent ({name} again exits at once)", flush=True)
+        if self.announce and self.synchronized:  # the launcher says what a second signal does
+            print(f"{name}: stopping at the workers' next training cycle to save the agent", flush=True)
+        elif self.announce:
+            print(
+                f"{name}: stopping after this step to save the agent ({name} again exits at once)", flush=True
+            )
 
     @contextlib.contextmanager
     def handling(self) -> Iterator[SignalStop]:

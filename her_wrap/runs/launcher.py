@@ -307,8 +307,9 @@ def _raise_signalled(signum: int, frame: Any) -> None:
 
 
 def _stop_and_save(processes: list[Any], signum: int) -> None:
-    """Pass ``signum`` on to the workers and wait for them to save and end; a second signal passes on too
-    (the workers then exit at once, without saving)."""
+    """Pass ``signum`` on to the workers and wait for them to save and end; a second signal kills them at
+    once, without saving (a worker takes the same signal again within a second for the same stop
+    delivered twice, so the launcher does not rely on it)."""
     name = signal.Signals(signum).name
     _signal_running(processes, signum)
     print(
@@ -322,7 +323,13 @@ def _stop_and_save(processes: list[Any], signum: int) -> None:
         for process in processes:
             process.join(max(0.0, deadline - time.monotonic()))
     except _Signalled as again:
-        _signal_running(processes, again.signum)
+        print(
+            f"{signal.Signals(again.signum).name} again: stopping the workers at once, without saving",
+            file=sys.stderr,
+            flush=True,
+        )
+        _signal_running(processes, signal.SIGKILL)
+        return
     late = [rank for rank, process in enumerate(processes) if process.is_alive()]
     if late:
         print(

@@ -265,8 +265,9 @@ def train(args: argparse.Namespace) -> RunLayout:
     every = math.gcd(FINITE_CHECK_STEPS, args.save_freq) if args.save_freq > 0 else FINITE_CHECK_STEPS
     finite = FiniteParameters(every, lambda: newest_checkpoint(layout.run_dir))
     stop = SignalStop(synchronized=worker.world > 1)  # several workers stop at the same step
-    try:
-        with stop.handling():
+    # A stopped run saves with the handlers still on: a repeat of the stop's signal is still the stop.
+    with stop.handling():
+        try:
             agent.learn(
                 remaining,
                 callback=[finite, evaluation, checkpoints, stop],
@@ -275,14 +276,14 @@ def train(args: argparse.Namespace) -> RunLayout:
                 reset_num_timesteps=saved is None,
                 progress_bar=arguments.progress_bar_enabled(args.progress),
             )
-    except KeyboardInterrupt:
-        print("Interrupted: saving the agent as it is", flush=True)
-    except NonFiniteDataError as error:
-        envs.close()
-        raise RunError(f"{config.env_id}: {error}") from None
-    finite.check()
-    if stop.stopped_by is not None:
-        _end_stopped(agent, envs, layout, args.save_replay_buffer, stop.stopped_by, worker)
+        except KeyboardInterrupt:
+            print("Interrupted: saving the agent as it is", flush=True)
+        except NonFiniteDataError as error:
+            envs.close()
+            raise RunError(f"{config.env_id}: {error}") from None
+        finite.check()
+        if stop.stopped_by is not None:
+            _end_stopped(agent, envs, layout, args.save_replay_buffer, stop.stopped_by, worker)
     save_agent(
         agent,
         layout.final_model_path,
@@ -368,8 +369,8 @@ def _follow(
             log_interval=None,
             reset_num_timesteps=reset_num_timesteps,
         )
-    if stop.stopped_by is not None:
-        _end_stopped(agent, envs, layout, args.save_replay_buffer, stop.stopped_by, worker)
+        if stop.stopped_by is not None:
+            _end_stopped(agent, envs, layout, args.save_replay_buffer, stop.stopped_by, worker)
     if args.save_replay_buffer:
         save_worker_replay_buffer(agent, layout.replay_buffer_path, worker.rank)
     envs.close()

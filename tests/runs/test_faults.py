@@ -88,6 +88,23 @@ def test_a_second_signal_exits_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert exits == [143]
 
 
+def test_a_worker_takes_the_same_signal_again_for_the_same_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scheduler that signals every process of a job, while the launcher passes the signal on, reaches
+    each worker twice: that is one stop. Another signal still exits at once; alone, so does a repeat."""
+    exits: list[int] = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    worker = SignalStop(synchronized=True, announce=False)
+    worker._handle(signal.SIGTERM, None)
+    worker._handle(signal.SIGTERM, None)
+    assert exits == [] and worker.received == signal.SIGTERM
+    worker._handle(signal.SIGINT, None)  # another signal
+    assert exits == [130]
+    one_process = SignalStop()
+    one_process._handle(signal.SIGTERM, None)
+    one_process._handle(signal.SIGTERM, None)
+    assert exits == [130, 143]
+
+
 def test_signal_handlers_are_restored_after_training() -> None:
     before = signal.getsignal(signal.SIGTERM)
     with SignalStop().handling() as stop:

@@ -708,13 +708,21 @@ def test_a_worker_without_its_own_saved_replay_buffer_resumes_with_worker_0s(tmp
     assert [Path(path).name for path in loaded] == ["rl_model_replay_buffer_1024_steps.pkl"] * 2
 
 
-@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(
+    ("signum", "status", "every_process"),
+    [(signal.SIGTERM, 143, False), (signal.SIGINT, 130, False), (signal.SIGTERM, 143, True)],
+    ids=["SIGTERM", "SIGINT", "SIGTERM-to-every-process"],
+)
 def test_a_signal_to_the_launcher_stops_every_worker_at_one_step_and_saves_the_run(
-    signum: int, status: int, tmp_path: Path
+    signum: int, status: int, every_process: bool, tmp_path: Path
 ) -> None:
+    """Also when a job scheduler signals the workers too (Slurm's ``scancel``), so that each gets it twice."""
     command = _two_workers_command(tmp_path, "1e7", "--oversubscribe")
     returncode, rest, err = signal_once_training(
-        [*command, "--save-replay-buffer", "--max-restarts", "1"], signum, settle_s=3.0
+        [*command, "--save-replay-buffer", "--max-restarts", "1"],
+        signum,
+        settle_s=3.0,
+        every_process=every_process,
     )
     name = signal.Signals(signum).name
     saved = re.findall(rf"Stopped by {name} at step (\d+): saved the agent", rest)
@@ -764,6 +772,36 @@ def test_the_launcher_names_the_workers_that_do_not_stop_after_a_signal(
         for child in (stopping, stubborn):
             child.popen.kill()
             child.popen.wait()
+
+
+class _SignalledWhileWaiting(_Child):
+    """A child whose first wait is cut short by a second signal to the launcher."""
+
+    def join(self, timeout: float | None = None) -> None:
+        if not getattr(self, "signalled", False):
+            self.signalled = True
+            raise launcher._Signalled(signal.SIGTERM)
+        super().join(timeout)
+
+
+def test_a_second_signal_to_the_launcher_kills_the_workers_at_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Even workers that would take the repeated signal for the same stop end at once."""
+    stubborn = _SignalledWhileWaiting("trap '' TERM; sleep 30 & wait")  # ignores SIGTERM
+    try:
+        time.sleep(0.2)  # the trap is set
+        started = time.monotonic()
+        launcher._stop_and_save([stubborn], signal.SIGTERM)
+        stubborn.popen.wait(5)
+        err = capsys.readouterr().err
+        assert stubborn.popen.returncode == -signal.SIGKILL and time.monotonic() - started < 5
+        assert "SIGTERM again: stopping the workers at once, without saving" in err
+        assert "did not stop within" not in err
+    finally:
+        if stubborn.is_alive():
+            stubborn.popen.kill()
+        stubborn.popen.wait()
 
 
 @pytest.mark.slow
