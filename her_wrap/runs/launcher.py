@@ -308,8 +308,8 @@ def _raise_signalled(signum: int, frame: Any) -> None:
 
 def _stop_and_save(processes: list[Any], signum: int) -> None:
     """Pass ``signum`` on to the workers and wait for them to save and end; a second signal kills them at
-    once, without saving (a worker takes the same signal again within a second for the same stop
-    delivered twice, so the launcher does not rely on it)."""
+    once, without saving (a worker takes a repeat of its signal for the same stop delivered twice, so the
+    launcher does not pass the second one on)."""
     name = signal.Signals(signum).name
     _signal_running(processes, signum)
     print(
