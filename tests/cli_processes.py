@@ -17,13 +17,13 @@ def environment() -> dict[str, str]:
 
 
 def signal_once_training(
-    command: list[str], signum: int, settle_s: float, every_process: bool = False
+    command: list[str], signum: int, settle_s: float, every_process: bool | str = False
 ) -> tuple[int, str, str]:
     """Run ``command`` (a ``her-wrap train``), send it ``signum`` ``settle_s`` seconds after it prints
     ``Training HER``, and return its exit status with its stdout from there on and its stderr.
 
     :param every_process: send the signal to the workers the launcher started too, as a job scheduler
-        that signals every process of a job does
+        that signals every process of a job does; ``"workers"``: to those workers alone
     """
     process = subprocess.Popen(
         command, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -45,7 +45,8 @@ def signal_once_training(
             # Apart enough that a worker handles the two deliveries one by one (Python runs one handler for
             # signals that arrive together), as a worker busy in Python code when they arrive would.
             time.sleep(0.3)
-        process.send_signal(signum)
+        if every_process != "workers":
+            process.send_signal(signum)
         rest, err = process.communicate(timeout=120)
     finally:
         if process.poll() is None:

@@ -351,6 +351,9 @@ def _watch(processes: list[Any]) -> int:
 
     The launcher wakes as soon as a worker ends, so the worker that failed first is the one named. Workers that
     ended in the same instant are all named, a worker's own failure before the loss of its peers it caused.
+
+    :raises _Signalled: when a worker ended as a run stopped by a signal does (status 128 + the signal):
+        the workers were signalled, not the launcher, and the run stops as if the launcher had been
     """
     pending = {process.sentinel: rank for rank, process in enumerate(processes)}
     while pending:
@@ -358,6 +361,10 @@ def _watch(processes: list[Any]) -> int:
         ended = [pending.pop(sentinel) for sentinel in ready]
         for rank in ended:
             processes[rank].join()
+        for rank in ended:
+            for signum in STOP_SIGNALS:
+                if processes[rank].exitcode == 128 + signum:
+                    raise _Signalled(signum)
         failed = sorted(
             (rank for rank in ended if processes[rank].exitcode != 0),
             key=lambda rank: (processes[rank].exitcode == EXIT_PEER_LOST, rank),

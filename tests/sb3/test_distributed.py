@@ -710,13 +710,19 @@ def test_a_worker_without_its_own_saved_replay_buffer_resumes_with_worker_0s(tmp
 
 @pytest.mark.parametrize(
     ("signum", "status", "every_process"),
-    [(signal.SIGTERM, 143, False), (signal.SIGINT, 130, False), (signal.SIGTERM, 143, True)],
-    ids=["SIGTERM", "SIGINT", "SIGTERM-to-every-process"],
+    [
+        (signal.SIGTERM, 143, False),
+        (signal.SIGINT, 130, False),
+        (signal.SIGTERM, 143, True),
+        (signal.SIGTERM, 143, "workers"),
+    ],
+    ids=["SIGTERM", "SIGINT", "SIGTERM-to-every-process", "SIGTERM-to-the-workers"],
 )
 def test_a_signal_to_the_launcher_stops_every_worker_at_one_step_and_saves_the_run(
-    signum: int, status: int, every_process: bool, tmp_path: Path
+    signum: int, status: int, every_process: bool | str, tmp_path: Path
 ) -> None:
-    """Also when a job scheduler signals the workers too (Slurm's ``scancel``), so that each gets it twice."""
+    """Also when a job scheduler signals the workers too (Slurm's ``scancel``), so that each gets it twice,
+    and when only the workers get it: no restart, and the launcher reports no failure."""
     command = _two_workers_command(tmp_path, "1e7", "--oversubscribe")
     returncode, rest, err = signal_once_training(
         [*command, "--save-replay-buffer", "--max-restarts", "1"],
@@ -727,8 +733,8 @@ def test_a_signal_to_the_launcher_stops_every_worker_at_one_step_and_saves_the_r
     name = signal.Signals(signum).name
     saved = re.findall(rf"Stopped by {name} at step (\d+): saved the agent", rest)
     announced = rest.count(f"{name}: stopping at the workers' next training cycle")  # worker 0's line alone
-    outcome = (returncode, len(saved), announced, "Traceback" in err, "restarting" in err)
-    assert outcome == (status, 1, 1, False, False), err
+    outcome = (returncode, len(saved), announced, "Traceback" in err, "restarting" in err, "error:" in err)
+    assert outcome == (status, 1, 1, False, False, False), err
     (run,) = tmp_path.glob("her/BitFlipping-v0_*")
     steps = int(saved[0])
     assert {path.name for path in run.glob(f"rl_model*_{steps}_steps*")} == {
