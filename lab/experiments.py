@@ -184,6 +184,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # mean age of 5,000 actor steps: 125k env steps of the FetchSlide entry). Training is unchanged, so a
     # seed's run trains as the entry's, and its checkpoints hold both the actor and the average.
     "actor-average-0.0002": ("policy_kwargs.actor_average:0.0002",),
+    # The same with the target actor's horizon on the FetchSlide entry (a mean age of 400 actor steps, 10k env
+    # steps), moved after every actor step instead of once per cycle.
+    "actor-average-0.0025": ("policy_kwargs.actor_average:0.0025",),
     # LayerNorm after every hidden layer of the actor and the critic (mrl's networks; her_wrap.sb3.policies).
     "layer-norm": ("policy_kwargs.layer_norm:true",),
     # SB3's plain networks: the FetchPush entry before it took LayerNorm (the same weights and training, bit
