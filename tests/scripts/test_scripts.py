@@ -6,12 +6,15 @@ script that imports a name the package no longer has, or whose options no longer
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+
+import pytest
+from script_modules import loaded_script
 
 from lab import results
 
@@ -97,22 +100,21 @@ def test_bench_updates_only_prints_its_recipes_and_leaves_the_page_of_all_of_the
     assert page.read_text() == before
 
 
-def _load_script(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture
+def evaluate_actors() -> Iterator[ModuleType]:
+    with loaded_script("evaluate_actors") as module:
+        yield module
 
 
-def test_evaluate_actors_plays_each_actors_weights_on_the_same_episodes(tmp_path: Path) -> None:
+def test_evaluate_actors_plays_each_actors_weights_on_the_same_episodes(
+    evaluate_actors: ModuleType, tmp_path: Path
+) -> None:
     import numpy as np
     import torch as th
 
     from her_wrap import HER
     from her_wrap.runs.env_factory import make_vec_goal_env
 
-    script = _load_script("evaluate_actors")
     env_id = "BitFlippingContinuous-v0"
     agent = HER(
         "MultiInputPolicy",
@@ -128,19 +130,19 @@ def test_evaluate_actors_plays_each_actors_weights_on_the_same_episodes(tmp_path
     agent.learn(60)
     agent.save(tmp_path / "second.zip")
 
-    loaded = script.load_agent(tmp_path / "second.zip", env_id)
-    states = script.actor_states(loaded)
+    loaded = evaluate_actors.load_agent(tmp_path / "second.zip", env_id)
+    states = evaluate_actors.actor_states(loaded)
     assert set(states) == {"actor", "target actor", "actor average"}
     policy = loaded.model.policy
     observation = dict(make_vec_goal_env(env_id, {}, 1, 3).reset())
     tensor, _ = policy.obs_to_tensor(observation)
     before = loaded.predict(observation, deterministic=True)[0]
-    with script.greedy_weights(loaded, states["target actor"]):
+    with evaluate_actors.greedy_weights(loaded, states["target actor"]):
         with th.no_grad():
             expected = policy.unscale_action(policy.actor_target(tensor).numpy())
         np.testing.assert_allclose(loaded.predict(observation, deterministic=True)[0], expected, rtol=1e-6)
     np.testing.assert_array_equal(loaded.predict(observation, deterministic=True)[0], before)  # restored
-    mean = script.mean_state([states["actor"], states["target actor"]])
+    mean = evaluate_actors.mean_state([states["actor"], states["target actor"]])
     th.testing.assert_close(
         mean["mu.0.weight"], (states["actor"]["mu.0.weight"] + states["target actor"]["mu.0.weight"]) / 2
     )
