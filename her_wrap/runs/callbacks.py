@@ -23,7 +23,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from her_wrap.runs.atomic import atomic_write
 from her_wrap.runs.checkpoints import checkpoint_paths, save_agent, save_checkpoint
-from her_wrap.runs.errors import RunError
+from her_wrap.runs.errors import RunError, signal_status
 from her_wrap.sb3.evaluation import EvaluationResult, evaluate_agent
 
 if TYPE_CHECKING:
@@ -276,7 +276,7 @@ class SignalStop(BaseCallback):
             if self.synchronized and signum == self.received:
                 return  # the same stop, delivered both by the scheduler and by the launcher
             print(f"{name} again: exiting at once, without saving", flush=True)
-            os._exit(128 + signum)
+            os._exit(signal_status(signum))
         self.received = signum
         if self.announce and self.synchronized:  # the launcher says what a second signal does
             print(f"{name}: stopping at the workers' next training cycle to save the agent", flush=True)

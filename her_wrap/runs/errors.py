@@ -23,10 +23,16 @@ class RunError(Exception):
     """
 
 
+def signal_status(signum: int) -> int:
+    """The exit status of a process that a signal ended on purpose: ``128 +`` its number, as shells
+    report it (130 for SIGINT, 143 for SIGTERM)."""
+    return 128 + signum
+
+
 class StoppedBySignal(Exception):
     """A run stopped by SIGINT or SIGTERM after saving what it had: ``her-wrap`` exits with :attr:`status`
     (``128 +`` the signal's number, as shells report it: 130 for SIGINT, 143 for SIGTERM)."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(f"stopped by signal {signum}")
-        self.status = 128 + signum
+        self.status = signal_status(signum)

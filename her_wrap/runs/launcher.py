@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from her_wrap.runs.arguments import positive_int
-from her_wrap.runs.errors import StoppedBySignal, UsageError
+from her_wrap.runs.errors import StoppedBySignal, UsageError, signal_status
 from her_wrap.runs.workers import (
     DEFAULT_TIMEOUT_S,
     EXIT_PEER_LOST,
@@ -363,7 +363,7 @@ def _watch(processes: list[Any]) -> int:
             processes[rank].join()
         for rank in ended:
             for signum in STOP_SIGNALS:
-                if processes[rank].exitcode == 128 + signum:
+                if processes[rank].exitcode == signal_status(signum):
                     raise _Signalled(signum)
         failed = sorted(
             (rank for rank in ended if processes[rank].exitcode != 0),
