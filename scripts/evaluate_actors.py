@@ -46,7 +46,8 @@ def actor_states(agent: HER) -> dict[str, dict[str, th.Tensor]]:
 def greedy_weights(agent: HER, state: dict[str, th.Tensor]) -> Iterator[None]:
     """Within it, ``agent``'s greedy actions come from ``state`` (loaded into the actor greedy actions use)."""
     policy = agent.model.policy
-    module = getattr(policy, "actor_average", None) or policy.actor
+    average = getattr(policy, "actor_average", None)
+    module = policy.actor if average is None else average
     kept = {key: value.detach().clone() for key, value in module.state_dict().items()}
     module.load_state_dict(state)
     try:
