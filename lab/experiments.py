@@ -374,11 +374,14 @@ def entry_differences(first: dict[str, Any], second: dict[str, Any], workers: in
 
 
 def check_shipped_entry(
-    task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = ()
+    task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = (), *, shorter_budget: bool = False
 ) -> tuple[RunLayout, dict[str, Any]]:
     """The run folder's layout and arguments, once its run is the task's command with the shipped entry
     (changed by ``overrides``, a variant's ``-params``) on the task's workers (:attr:`EntryTask.workers`;
     a row's task is :meth:`EntryTask.with_variant`).
+
+    ``shorter_budget`` takes a run of fewer env steps than the task's, otherwise the same command: the
+    first folders of a run resumed with a longer budget (``-i`` and a larger ``-n``).
 
     The entries are compared once validated, so an entry written by another version of ``her-wrap train``
     (keys spelled or ordered differently) is the same recipe when it means the same.
@@ -400,6 +403,9 @@ def check_shipped_entry(
             f" (workers variants: {', '.join(sorted(VARIANT_WORKERS))})"
         )
     steps, eval_freq = task.steps // workers, task.eval_freq // workers
+    recorded_steps = entry.get("n_timesteps")
+    if shorter_budget and isinstance(recorded_steps, (int, float)) and 0 < recorded_steps < steps:
+        steps = int(recorded_steps)
     for name, value in (("n_timesteps", steps), ("eval_freq", eval_freq)):
         recorded = entry.get(name) if name == "n_timesteps" else args.get(name)
         if recorded != value:
@@ -516,6 +522,8 @@ class RunChain:
 def check_run(task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = ()) -> RunChain:
     """The row's run that ends in ``run_dir``: its folder and, when it was resumed (``-i``), the folders
     it resumed, each checked to be the task's command (:func:`check_shipped_entry`) with the same seed.
+    A folder it resumed may have had a smaller budget (a run resumed to train longer, e.g. to 2.5M env
+    steps from a checkpoint of a 1.5M run); the last folder trains the task's.
 
     :raises UsageError: naming the part that is not the command, another seed, a folder that is gone, or a
         resume from a step with no evaluation
@@ -525,7 +533,7 @@ def check_run(task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = ()) -
     parts: list[RunPart] = []
     current: Path | None = Path(run_dir)
     while current is not None:
-        layout, args = check_shipped_entry(task, current, overrides)
+        layout, args = check_shipped_entry(task, current, overrides, shorter_budget=bool(parts))
         if any(part.layout.run_dir.resolve() == layout.run_dir.resolve() for part in parts):
             raise UsageError(f"{layout.run_dir} resumes itself")
         start = int(args.get("initial_timesteps") or 0)

@@ -805,6 +805,25 @@ def test_a_resumed_run_is_recorded_across_its_folders(tmp_path: pathlib.Path) ->
     assert cells(row)[2] == "3, resumed at 40k"
 
 
+def test_a_run_resumed_with_a_longer_budget_is_its_longer_budgets_row(tmp_path: pathlib.Path) -> None:
+    task = experiments.ENTRY_TASKS[ONE_PROCESS]
+    longer = task.with_variant("budget-2.5m")
+    first, second = _resumed_run(tmp_path)
+    second_config = second / "FetchSlide-v4" / "config.yml"
+    # The first folder trained to the task's budget; the resumed one with -n 2500000.
+    write_yaml_file(second_config, {"FetchSlide-v4": command_entry(longer)})
+    chain = experiments.check_run(longer, second)
+    assert [part.layout.run_dir for part in chain.parts] == [first, second]
+    # The last folder sets the row's budget: the task's own row is refused.
+    with pytest.raises(UsageError, match=f"n_timesteps is 2500000, the task's is {task.steps}"):
+        experiments.check_run(task, second)
+    # A first folder of a longer budget than the last one's is no shorter budget.
+    write_yaml_file(first / "FetchSlide-v4" / "config.yml", {"FetchSlide-v4": command_entry(longer)})
+    write_yaml_file(second_config, {"FetchSlide-v4": command_entry(task)})
+    with pytest.raises(UsageError, match=f"n_timesteps is 2500000, the task's is {task.steps}"):
+        experiments.check_run(task, second)
+
+
 def test_a_resumed_run_is_refused_when_its_parts_do_not_join(tmp_path: pathlib.Path) -> None:
     task = experiments.ENTRY_TASKS[ONE_PROCESS]
     with pytest.raises(UsageError, match=r"another seed \(3, 4\): resume with --seed"):
