@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from her_wrap.runs import enjoy, optimize, plot, train
-from her_wrap.runs.errors import RunError, StoppedBySignal, UsageError
+from her_wrap.runs.errors import EXIT_RUN_FAILED, EXIT_USAGE, RunError, StoppedBySignal, UsageError
 
 SUBCOMMANDS = {
     "train": (train, "train an agent from a config entry into logs/her/ENV_ID_N"),
@@ -25,8 +25,6 @@ SUBCOMMANDS = {
     "optimize": (optimize, "tune hyperparameters with Optuna (SQLite or a shared PostgreSQL study)"),
 }
 
-EXIT_USAGE = 2
-EXIT_RUN_FAILED = 3
 EXIT_INTERRUPTED = 130
 
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+#: Exit status of ``her-wrap`` for a :class:`UsageError`.
+EXIT_USAGE = 2
+#: Exit status of ``her-wrap`` for a :class:`RunError`.
+EXIT_RUN_FAILED = 3
+
 
 class UsageError(Exception):
     """Bad input from the user: an unknown env id, a config entry that is missing or malformed, a storage

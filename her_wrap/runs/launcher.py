@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from her_wrap.runs.arguments import positive_int
-from her_wrap.runs.errors import StoppedBySignal, UsageError, signal_status
+from her_wrap.runs.errors import EXIT_USAGE, StoppedBySignal, UsageError, signal_status
 from her_wrap.runs.workers import (
     DEFAULT_TIMEOUT_S,
     EXIT_PEER_LOST,
@@ -230,7 +230,8 @@ def launch(args: argparse.Namespace, entry: Callable[[argparse.Namespace], int])
 
     The seed is drawn here when not given, so every worker derives its own from the same one. When a worker
     fails, the others are stopped and the worker is named on stderr; with ``--max-restarts K`` the group
-    then starts again, up to K times, and resumes from the run's last checkpoint (:func:`resume_restarted_run`).
+    then starts again, up to K times, and resumes from the run's last checkpoint (:func:`resume_restarted_run`),
+    unless the worker refused the run's settings (exit status 2, returned as it is).
     """
     from her_wrap.runs.arguments import draw_seed
 
@@ -249,7 +250,7 @@ def launch(args: argparse.Namespace, entry: Callable[[argparse.Namespace], int])
                 flush=True,
             )
         status = _launch_once(args, entry, run_id, restart)
-        if status == 0:
+        if status in (0, EXIT_USAGE):  # a setting a worker refused stays refused: no restart
             break
     return status
 
@@ -347,7 +348,8 @@ def _signal_running(processes: list[Any], signum: int) -> None:
 
 
 def _watch(processes: list[Any]) -> int:
-    """Wait for the workers; on the first failure, report it and return non-zero.
+    """Wait for the workers; on the first failure, report it and return non-zero: ``EXIT_USAGE`` when the
+    workers that failed refused the run's settings (each printed why), as one process exits for them.
 
     The launcher wakes as soon as a worker ends, so the worker that failed first is the one named. Workers that
     ended in the same instant are all named, a worker's own failure before the loss of its peers it caused.
@@ -378,6 +380,9 @@ def _watch(processes: list[Any]) -> int:
                 flush=True,
             )
         if failed:
+            refused = all(processes[rank].exitcode in (EXIT_USAGE, EXIT_PEER_LOST) for rank in failed)
+            if refused and any(processes[rank].exitcode == EXIT_USAGE for rank in failed):
+                return EXIT_USAGE
             return EXIT_WORKER_FAILED
     return 0
 
@@ -435,7 +440,7 @@ def _worker_main(
         status = entry(args)
     except (UsageError, UnshareableSettingError) as error:
         print(f"her-wrap train: error: worker {rank}: {error}", file=sys.stderr, flush=True)
-        status = 2
+        status = EXIT_USAGE
     except WorkerLostError as error:
         print(f"her-wrap train: error: {error}", file=sys.stderr, flush=True)
         status = EXIT_PEER_LOST

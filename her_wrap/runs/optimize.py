@@ -29,6 +29,13 @@ that never got there scores more than any that did (:func:`her_wrap.runs.trials.
 ``reached``, ``best_success``, ``train_minutes`` and ``env_steps`` as user attributes (in ``trials.csv``).
 ``--space FILE`` samples the keys of a search-space file instead of the learner's space
 (:func:`her_wrap.runs.search_spaces.load_search_space`).
+
+**Trials on several workers**: for an entry with ``workers: N`` (or ``--workers N``), each trial trains as
+``her-wrap train --workers N`` does, in worker processes of its own (its run folder under
+``LOG_FOLDER/her/STUDY_NAME/trials/`` while it runs, kept with its output if it fails), so that a trial
+measures the recipe as the entry ships it, minutes included; ``-n`` counts each worker's env steps, as
+the entry's ``n_timesteps`` does, and ``env_steps`` every worker's. ``--workers 1`` trains each trial in
+the ``her-wrap optimize`` process.
 """
 
 from __future__ import annotations
@@ -132,6 +139,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="M",
         help="stop a trial after M minutes of training, evaluations left out (default: no limit but -n)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=arguments.positive_int,
+        default=None,
+        metavar="N",
+        help="train each trial on N worker processes, as her-wrap train --workers N (default: the entry's "
+        "workers; 1 trains each trial in this process)",
+    )
+    parser.add_argument(
+        "--oversubscribe",
+        action="store_true",
+        help="allow trials on more workers than this machine has CPU cores",
     )
     parser.add_argument(
         "--space",
@@ -256,24 +276,35 @@ def make_objective(
     args: argparse.Namespace,
     n_timesteps: int,
     space: Mapping[KeyPath, Distribution] | None = None,
+    *,
+    workers: int = 1,
+    study_dir: Path | None = None,
 ) -> Callable[[Any], float]:
-    """The Optuna objective of ``her-wrap optimize`` (see the module docstring)."""
+    """The Optuna objective of ``her-wrap optimize`` (see the module docstring).
+
+    With ``workers`` above 1, each trial trains on that many worker processes, its run in
+    ``study_dir/trials/N`` while it runs (:func:`her_wrap.runs.trials.train_trial_in_workers`).
+    """
     import optuna
 
     model_class = base.validate().model_class
+    trials_dir = Path(study_dir if study_dir is not None else ".") / "trials"
 
     def objective(trial: Any) -> float:
         entry = trial_entry(base, trial, fixed, model_class, space)
         config = base.validate(entry)
         seed = (args.seed if args.seed is not None else arguments.draw_seed()) + trial.number
+        folder = trials_dir / str(trial.number)
         if args.minutes_to is not None:
-            return minutes_trial(trial, config, args, n_timesteps, seed)
+            return minutes_trial(trial, config, args, n_timesteps, seed, workers=workers, folder=folder)
 
         def report(evaluation: TrialEvaluation) -> bool:
             trial.report(evaluation.result.success_rate, step=evaluation.index)
             return not trial.should_prune()
 
-        evaluations = train_trial_with(args, config, n_timesteps, seed, report)
+        evaluations = train_trial_with(
+            args, config, n_timesteps, seed, report, workers=workers, folder=folder
+        )
         if trial.should_prune():
             raise optuna.TrialPruned()
         return trial_value([evaluation.result.success_rate for evaluation in evaluations], args.score_last)
@@ -318,6 +349,26 @@ def write_results(
     return path
 
 
+def check_worker_trials(args: argparse.Namespace, workers: int) -> None:
+    """Refuse, before any trial, trials on ``workers`` workers that ``her-wrap train --workers`` would refuse
+    (more workers than cores, a GPU device, a ``train_freq`` in episodes).
+
+    :raises UsageError: naming the problem and the fix
+    """
+    from her_wrap.runs import launcher
+
+    launch = {
+        **vars(args),
+        "workers": workers,
+        "pin_workers": None,
+        "rendezvous_port": None,
+        "max_restarts": 0,
+        "worker_timeout": launcher.DEFAULT_TIMEOUT_S,
+        "trained_agent": None,
+    }
+    launcher.check_launch(argparse.Namespace(**launch))
+
+
 def optimize(args: argparse.Namespace) -> Any:
     """Run ``her-wrap optimize`` with parsed arguments; return the Optuna study."""
     import optuna
@@ -342,10 +393,13 @@ def optimize(args: argparse.Namespace) -> Any:
     sampled_space = None if space is None else {path: d for path, d in space.items() if path not in fixed}
     n_timesteps = args.n_timesteps or base_config.n_timesteps
     arguments.set_torch_threads(arguments.torch_threads(args.num_threads, base_config.num_threads))
-    if (base_config.workers or 1) > 1:
+    workers = args.workers or base_config.workers or 1
+    if workers > 1:
+        check_worker_trials(args, workers)
+        source = "--workers" if args.workers else "the entry's workers"
         print(
-            f"{args.env}: the entry's workers: {base_config.workers} is not used here: each trial trains in "
-            "one process (run several her-wrap optimize processes on one --storage to use more cores)",
+            f"{args.env}: each trial trains on {workers} workers ({source}: her-wrap train --workers {workers}),"
+            " -n counting each worker's env steps",
             flush=True,
         )
 
@@ -372,7 +426,7 @@ def optimize(args: argparse.Namespace) -> Any:
     )
     run_study(
         study,
-        make_objective(base, fixed, args, n_timesteps, space),
+        make_objective(base, fixed, args, n_timesteps, space, workers=workers, study_dir=study_dir),
         n_trials=args.n_trials,
         n_jobs=args.n_jobs,
         timeout=args.timeout,

@@ -2,18 +2,34 @@
 
 Two scores: the mean success of the evaluations (:func:`trial_value`, maximized), or the training minutes
 until an evaluation reached a success rate (:func:`minutes_trial`, ``--minutes-to``, minimized).
+
+A trial trains in the ``her-wrap optimize`` process (:func:`train_trial`), or, for an entry of several
+workers, as ``her-wrap train --workers N`` in a child process that the trial follows through its
+``evaluations.npz`` and stops with SIGTERM (:func:`train_trial_in_workers`), so that a trial measures the
+recipe as the entry ships it.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import shutil
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from her_wrap.runs.env_factory import make_training_envs
+from her_wrap.runs.errors import EXIT_USAGE, RunError, UsageError, signal_status
 from her_wrap.runs.run_config import RunConfig
+from her_wrap.runs.run_layout import ALGO_FOLDER, folder_name
+from her_wrap.runs.yaml_io import write_yaml_file
 from her_wrap.sb3.evaluation import EvaluationResult
 
 
@@ -81,17 +97,182 @@ def train_trial(
         gc.collect()
 
 
+#: Seconds between two reads of a worker trial's ``evaluations.npz``.
+POLL_SECONDS = 0.5
+#: Seconds a worker trial's run has to save and exit once stopped, before it is killed.
+STOP_GRACE_SECONDS = 180.0
+#: What ``her-wrap train`` prints as it starts training (its clock of training time starts there).
+TRAINING_STARTS = b"\nTraining HER("
+
+
+def _evaluation_rows(path: Path) -> list[tuple[int, float, EvaluationResult]]:
+    """The evaluations a run has written so far: (env steps of one worker, training seconds, result)."""
+    if not path.is_file():
+        return []
+    with np.load(path) as arrays:
+        return [
+            (int(steps), float(seconds), EvaluationResult(list(map(float, returns)), list(map(int, lengths)),
+                                                          list(map(bool, successes))))
+            for steps, seconds, returns, lengths, successes in zip(
+                arrays["timesteps"], arrays["train_seconds"], arrays["results"], arrays["ep_lengths"],
+                arrays["successes"], strict=True,
+            )
+        ]  # fmt: skip
+
+
+def worker_trial_command(
+    config_path: Path,
+    env_id: str,
+    *,
+    workers: int,
+    n_timesteps: int,
+    n_evaluations: int,
+    eval_episodes: int,
+    seed: int,
+    log_folder: Path,
+    vec_env: str = "dummy",
+    device: str = "auto",
+    verbose: int = 0,
+    num_threads: int | None = None,
+    oversubscribe: bool = False,
+) -> list[str]:
+    """The ``her-wrap train`` command of a worker trial (``n_timesteps``: each worker's, as ``-n`` counts)."""
+    return [
+        sys.executable, "-m", "her_wrap.runs.cli", "train", "--env", env_id, "-c", str(config_path),
+        "--seed", str(seed), "-n", str(n_timesteps), "--workers", str(workers),
+        "--eval-freq", str(max(n_timesteps // n_evaluations, 1)), "--eval-episodes", str(eval_episodes),
+        "--vec-env", vec_env, "--device", device, "--verbose", str(verbose), "--no-progress",
+        *(["--num-threads", str(num_threads)] if num_threads is not None else []),
+        *(["--oversubscribe"] if oversubscribe else []), "-f", str(log_folder),
+    ]  # fmt: skip
+
+
+def train_trial_in_workers(
+    config: RunConfig,
+    *,
+    workers: int,
+    folder: Path,
+    n_timesteps: int,
+    n_evaluations: int,
+    eval_episodes: int,
+    seed: int,
+    report: Callable[[TrialEvaluation], bool],
+    vec_env: str = "dummy",
+    device: str = "auto",
+    verbose: int = 0,
+    num_threads: int | None = None,
+    oversubscribe: bool = False,
+    max_train_seconds: float | None = None,
+) -> list[TrialEvaluation]:
+    """Train one trial's agent on ``workers`` worker processes, as :func:`train_trial` does in this one.
+
+    Runs ``her-wrap train --workers`` (:func:`worker_trial_command`) with the trial's entry written to
+    ``folder/config.yml`` and its run folder under ``folder``, and reports each evaluation the run writes;
+    ``report`` returning ``False`` stops the run (SIGTERM: the workers stop at one step and exit). Env
+    steps count every worker's. ``max_train_seconds`` is checked against the wall time since the run
+    printed that it starts training, less what its evaluations took up to the last one; the evaluation
+    it makes as it stops closes the curve. ``folder`` is removed once the run ended well, and
+    kept, with the run's output in ``folder/train.log``, when it failed.
+
+    :param n_timesteps: env steps of each worker (``-n`` of ``her-wrap train --workers``)
+    :raises UsageError: when the run refused its settings (exit status 2), with the end of its output
+    :raises RunError: when the run failed otherwise
+    """
+    shutil.rmtree(folder, ignore_errors=True)  # a failed trial's of an earlier study of the same name
+    folder.mkdir(parents=True)
+    config_path = folder / "config.yml"
+    write_yaml_file(config_path, {config.env_id: config.to_entry()})
+    command = worker_trial_command(
+        config_path, config.env_id, workers=workers, n_timesteps=n_timesteps, n_evaluations=n_evaluations,
+        eval_episodes=eval_episodes, seed=seed, log_folder=folder, vec_env=vec_env, device=device,
+        verbose=verbose, num_threads=num_threads, oversubscribe=oversubscribe,
+    )  # fmt: skip
+    evaluations_path = folder / ALGO_FOLDER / f"{folder_name(config.env_id)}_1" / "evaluations.npz"
+    log_path = folder / "train.log"
+    done: list[TrialEvaluation] = []
+    stopped_by_report = stopping = False
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    started: float | None = None  # when the run printed that it starts training
+    outside_training = 0.0
+    try:
+        seen = 0
+        while True:
+            running = process.poll() is None
+            if started is None and TRAINING_STARTS in log_path.read_bytes():
+                started = time.monotonic()
+            rows = _evaluation_rows(evaluations_path)
+            for steps, seconds, result in rows[seen:]:
+                seen += 1
+                if stopped_by_report:
+                    continue  # the evaluation the run made as it stopped: the trial had ended
+                outside_training = time.monotonic() - (started or time.monotonic()) - seconds
+                done.append(TrialEvaluation(len(done), steps * workers, seconds, result))
+                if not report(done[-1]):
+                    stopped_by_report = True
+            trained = 0.0 if started is None else time.monotonic() - started - outside_training
+            over_budget = max_train_seconds is not None and trained >= max_train_seconds
+            if running and not stopping and (stopped_by_report or over_budget):
+                process.send_signal(signal.SIGTERM)
+                stopping = True
+            if not running:
+                break
+            time.sleep(POLL_SECONDS)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(STOP_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    # Stopped, the run exits with SIGTERM's status once saved, or dies of it when it came as the run ended.
+    expected = {0, signal_status(signal.SIGTERM), -signal.SIGTERM} if stopping else {0}
+    if process.returncode not in expected:
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-15:]
+        problem = (
+            f"a trial's run on {workers} workers failed with status {process.returncode} (output: {log_path}):\n"
+            + "\n".join(tail)
+        )
+        # A setting the learner refuses fails this trial alone, as it does in one process.
+        raise UsageError(problem) if process.returncode == EXIT_USAGE else RunError(problem)
+    shutil.rmtree(folder, ignore_errors=True)
+    return done
+
+
 def train_trial_with(
     args: argparse.Namespace,
     config: RunConfig,
     n_timesteps: int,
     seed: int,
     report: Callable[[TrialEvaluation], bool],
+    *,
+    workers: int = 1,
+    folder: Path | None = None,
     **options: Any,
 ) -> list[TrialEvaluation]:
     """:func:`train_trial` with the command's options: ``--n-evaluations``, ``--eval-episodes``,
     ``--vec-env``, ``--device`` and ``--verbose`` (one level quieter inside a trial); ``options`` go
-    through as they are."""
+    through as they are. With ``workers`` above 1, :func:`train_trial_in_workers` in ``folder``."""
+    if workers > 1:
+        if folder is None:
+            raise ValueError("a trial on several workers needs a folder for its run")
+        return train_trial_in_workers(
+            config,
+            workers=workers,
+            folder=folder,
+            n_timesteps=n_timesteps,
+            n_evaluations=args.n_evaluations,
+            eval_episodes=args.eval_episodes,
+            seed=seed,
+            report=report,
+            vec_env=args.vec_env,
+            device=args.device,
+            verbose=max(args.verbose - 1, 0),
+            num_threads=args.num_threads,
+            oversubscribe=bool(getattr(args, "oversubscribe", False)),
+            **options,
+        )
     return train_trial(
         config,
         n_timesteps=n_timesteps,
@@ -139,7 +320,14 @@ def best_reached_minutes(study: Any) -> float | None:
 
 
 def minutes_trial(
-    trial: Any, config: RunConfig, args: argparse.Namespace, n_timesteps: int, seed: int
+    trial: Any,
+    config: RunConfig,
+    args: argparse.Namespace,
+    n_timesteps: int,
+    seed: int,
+    *,
+    workers: int = 1,
+    folder: Path | None = None,
 ) -> float:
     """Train one ``--minutes-to`` trial until it reaches the target, can no longer win, or runs out."""
     target = float(args.minutes_to)
@@ -156,6 +344,8 @@ def minutes_trial(
         n_timesteps,
         seed,
         report,
+        workers=workers,
+        folder=folder,
         max_train_seconds=None if args.max_minutes is None else args.max_minutes * 60.0,
     )
     best_success = max((evaluation.result.success_rate for evaluation in evaluations), default=0.0)

@@ -339,6 +339,18 @@ def test_bad_entry_workers_is_refused_before_any_worker_starts(
     assert not (tmp_path / "her").exists()
 
 
+def test_a_setting_every_worker_refuses_exits_2_without_a_restart(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    status = cli.main(
+        ["train", "--env", "BitFlipping-v0", "-n", "100", "--workers", "2", "--max-restarts", "2",
+         "-f", str(tmp_path), *STEP_TRAINING, "policy_kwargs.actor_average:0.1"]
+    )  # fmt: skip
+    assert status == 2  # as one process exits for a usage error
+    err = capfd.readouterr().err
+    assert "DQN takes no actor_average" in err and "restarting" not in err
+
+
 def _two_workers_command(tmp_path: Path, budget: str, option: str) -> list[str]:
     """``her-wrap train --workers 2 OPTION`` on bit flipping for ``budget`` env steps, without evaluations."""
     command = ["train", "--env", "BitFlipping-v0", "-n", budget, "--workers", "2", option, *STEP_TRAINING]
