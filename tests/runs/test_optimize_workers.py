@@ -3,6 +3,7 @@ trial follows through its evaluations and stops (tests/sb3/test_distributed.py c
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
@@ -108,11 +109,19 @@ def test_a_setting_the_workers_refuse_fails_that_trial_and_the_study_goes_on(tmp
     assert "takes no actor_average" in log.read_text()
 
 
+#: More workers, or trials at once, than this machine has cores.
+MANY = len(os.sched_getaffinity(0)) + 1
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
         (["--workers", "2"], r"train_freq \[16, 'episode'\] counts episodes"),
-        (["--workers", "64", "-params", "train_freq:[64,step]"], "--workers 64 is more than the"),
+        (["--workers", str(MANY), "-params", "train_freq:[64,step]"], f"--workers {MANY} is more than the"),
+        (
+            ["--workers", "2", "--n-jobs", str(MANY), "-params", "train_freq:[64,step]"],
+            rf"--n-jobs {MANY} trials at once on 2 workers each take {2 * MANY} CPU cores",
+        ),
     ],
 )
 def test_worker_trials_that_cannot_run_are_refused_before_any_trial(
