@@ -31,7 +31,8 @@ tables of those pages and README.md, and PNG curves. Three kinds of task:
 
   A run longer than one sitting is resumed with ``her-wrap train`` (the row's command and seed, plus ``-i`` on
   the stopped run folder); ``record`` and ``stopped`` of the new folder take the run across both folders
-  (``experiments.check_run``).
+  (``experiments.check_run``). Resumed with a larger ``-n``, the run is that budget's row
+  (``--variant ...+budget-2.5m``).
 
 - references: stable-baselines3's own learner and ``HerReplayBuffer`` with rl-baselines3-zoo's entry for
   the same task (read from the installed ``rl_zoo3`` package), for a wall-clock budget::
