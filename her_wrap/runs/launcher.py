@@ -230,8 +230,7 @@ def launch(args: argparse.Namespace, entry: Callable[[argparse.Namespace], int])
 
     The seed is drawn here when not given, so every worker derives its own from the same one. When a worker
     fails, the others are stopped and the worker is named on stderr; with ``--max-restarts K`` the group
-    then starts again, up to K times, and resumes from the run's last checkpoint (:func:`resume_restarted_run`),
-    unless the worker refused the run's settings (exit status 2, returned as it is).
+    then starts again (not after refused settings, status 2), up to K times, from the last checkpoint.
     """
     from her_wrap.runs.arguments import draw_seed
 
@@ -348,8 +347,7 @@ def _signal_running(processes: list[Any], signum: int) -> None:
 
 
 def _watch(processes: list[Any]) -> int:
-    """Wait for the workers; on the first failure, report it and return non-zero: ``EXIT_USAGE`` when the
-    workers that failed refused the run's settings (each printed why), as one process exits for them.
+    """Wait for the workers; on the first failure, report it and return non-zero (``EXIT_USAGE``: refused).
 
     The launcher wakes as soon as a worker ends, so the worker that failed first is the one named. Workers that
     ended in the same instant are all named, a worker's own failure before the loss of its peers it caused.
@@ -380,10 +378,10 @@ def _watch(processes: list[Any]) -> int:
                 flush=True,
             )
         if failed:
-            refused = all(processes[rank].exitcode in (EXIT_USAGE, EXIT_PEER_LOST) for rank in failed)
-            if refused and any(processes[rank].exitcode == EXIT_USAGE for rank in failed):
-                return EXIT_USAGE
-            return EXIT_WORKER_FAILED
+            statuses = {processes[rank].exitcode for rank in failed}
+            # Refused settings (status 2, the rest lost their peers) exit as one process does.
+            refused = EXIT_USAGE in statuses and statuses <= {EXIT_USAGE, EXIT_PEER_LOST}
+            return EXIT_USAGE if refused else EXIT_WORKER_FAILED
     return 0
 
 

@@ -64,7 +64,13 @@ from her_wrap.runs.search_spaces import (
     sample_settings,
 )
 from her_wrap.runs.study_storage import DEFAULT_HEARTBEAT_S, hide_password, open_storage
-from her_wrap.runs.trials import TrialEvaluation, minutes_trial, train_trial_with, trial_value
+from her_wrap.runs.trials import (
+    TrialEvaluation,
+    check_worker_trials,
+    minutes_trial,
+    train_trial_with,
+    trial_value,
+)
 from her_wrap.runs.yaml_io import write_yaml_file
 from her_wrap.runs.zoo_translation import parse_override, set_in
 
@@ -347,33 +353,6 @@ def write_results(
     path = study_dir / "best_hyperparams.yml"
     write_yaml_file(path, {base.env_id: base.validate(entry).to_entry()})
     return path
-
-
-def check_worker_trials(args: argparse.Namespace, workers: int) -> None:
-    """Refuse, before any trial, trials on ``workers`` workers that ``her-wrap train --workers`` would refuse
-    (more workers than cores, a GPU device, a ``train_freq`` in episodes), or ``--n-jobs`` of them at once
-    on fewer cores than they take together.
-
-    :raises UsageError: naming the problem and the fix
-    """
-    from her_wrap.runs import launcher
-
-    cores = launcher.available_cores()
-    if args.n_jobs > 1 and args.n_jobs * workers > cores and not args.oversubscribe:
-        raise UsageError(
-            f"--n-jobs {args.n_jobs} trials at once on {workers} workers each take {args.n_jobs * workers} CPU "
-            f"cores, more than the {cores} here: lower --n-jobs or --workers, or pass --oversubscribe"
-        )
-    launch = {
-        **vars(args),
-        "workers": workers,
-        "pin_workers": None,
-        "rendezvous_port": None,
-        "max_restarts": 0,
-        "worker_timeout": launcher.DEFAULT_TIMEOUT_S,
-        "trained_agent": None,
-    }
-    launcher.check_launch(argparse.Namespace(**launch))
 
 
 def optimize(args: argparse.Namespace) -> Any:
