@@ -78,6 +78,13 @@ def load_agent(path: Path, env_id: str) -> HER:
     return agent
 
 
+def close_env(agent: HER) -> None:
+    """Close the env :func:`load_agent` built for ``agent``."""
+    env = agent.get_env()
+    if env is not None:
+        env.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -100,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     actors: list[dict[str, th.Tensor]] = []
     agent: Any = None
     for path in args.agents:
+        if agent is not None:
+            close_env(agent)
         agent = load_agent(path, args.env)
         states = actor_states(agent)
         actors.append(states["actor"])
@@ -119,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"| {k} | {greedy_success(agent, args.env, args.n_episodes, args.seed):.3f} |", flush=True
                 )
+    close_env(agent)
     return 0
 
 

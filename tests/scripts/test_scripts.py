@@ -107,7 +107,7 @@ def evaluate_actors() -> Iterator[ModuleType]:
 
 
 def test_evaluate_actors_plays_each_actors_weights_on_the_same_episodes(
-    evaluate_actors: ModuleType, tmp_path: Path
+    evaluate_actors: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import numpy as np
     import torch as th
@@ -166,3 +166,22 @@ def test_evaluate_actors_plays_each_actors_weights_on_the_same_episodes(
         assert all(0 <= float(cell) <= 1 for cell in cells), row
     missing = run_script("scripts/evaluate_actors.py", env_id, str(tmp_path / "none.zip"))
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+    # Each agent's env is closed once its weights are played, the last one's after the averages.
+    closed: list[int] = []
+    built = []
+    load_agent = evaluate_actors.load_agent
+
+    def recording_load_agent(path: Path, env_id: str) -> HER:
+        agent = load_agent(path, env_id)
+        env = agent.get_env()
+        index = len(built)
+        built.append(env)
+        close = env.close
+        monkeypatch.setattr(env, "close", lambda: (closed.append(index), close()))
+        return agent
+
+    monkeypatch.setattr(evaluate_actors, "load_agent", recording_load_agent)
+    paths = [str(tmp_path / "first.zip"), str(tmp_path / "second.zip")]
+    assert evaluate_actors.main([env_id, *paths, "-n", "1", "--average-last"]) == 0
+    assert closed == [0, 1]
