@@ -11,12 +11,15 @@ on one machine, prints their ratio, and writes a markdown page that names the co
   as the last line of its output;
 - :func:`ratio`, :func:`targets_table`: the side-by-side figures;
 - :func:`page`, :func:`write_page`: the markdown page, with the command that wrote it and
-  :func:`~lab.doc_sections.machine_note`.
+  :func:`~lab.doc_sections.machine_note`;
+- :func:`matmul_peak_gflops`, :func:`host_reading`: how fast this machine is now, for figures taken on
+  different days.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import statistics
 import subprocess
@@ -133,6 +136,65 @@ def random_stepper(env: Any, seed: int) -> Callable[[], None]:
             env.reset()
 
     return step
+
+
+def matmul_peak_gflops(runs: int = 20, size: int = 1024) -> float:
+    """fp32 GFLOPS of one thread's square matrix product (CPU time, so other processes change it little),
+    the best of ``runs``; this process's torch threads are restored after."""
+    import torch as th
+
+    threads = th.get_num_threads()
+    th.set_num_threads(1)
+    try:
+        a, b = th.randn(size, size), th.randn(size, size)
+        best = 0.0
+        for _ in range(runs):
+            start = time.process_time()
+            th.mm(a, b)
+            best = max(best, 2 * size**3 / max(time.process_time() - start, 1e-9) / 1e9)
+        return best
+    finally:
+        th.set_num_threads(threads)
+
+
+#: The packages whose versions :func:`host_reading` records: what a run's speed depends on.
+SPEED_PACKAGES = ("torch", "numpy", "mujoco", "gymnasium", "gymnasium-robotics", "stable-baselines3")
+
+
+def host_reading(env_id: str | None = None, seconds: float = 1.0) -> dict[str, Any]:
+    """How fast this machine runs now, for a run's record: one thread's fp32 matmul peak
+    (:func:`matmul_peak_gflops`), the load average, the versions of :data:`SPEED_PACKAGES`, and with
+    ``env_id`` the wall-clock ms of one env step with random actions (physics and the env's own code,
+    the median of 5 spells of ``seconds`` / 5).
+
+    Figures of runs on different days differ by more than their recipes when the host's speed moves;
+    this says which of the two moved.
+    """
+    import os
+
+    reading: dict[str, Any] = {
+        "matmul_gflops_one_thread": round(matmul_peak_gflops(), 1),
+        "load_average": [round(load, 2) for load in os.getloadavg()],
+        "versions": {name: _version(name) for name in SPEED_PACKAGES},
+    }
+    if env_id is not None:
+        from her_wrap.envs.registry import make_goal_env
+
+        env = make_goal_env(env_id)
+        try:
+            step = random_stepper(env, seed=0)
+            spells = [seconds_per_call(step, seconds / 5, min_calls=20, warmup=20) for _ in range(5)]
+        finally:
+            env.close()
+        reading["env_step_ms"] = round(1e3 * statistics.median(spells), 3)
+    return reading
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def torch_flops(function: Callable[[], object]) -> float:

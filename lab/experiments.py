@@ -610,13 +610,18 @@ def reproducing_commands(task_name: str, task: EntryTask, seed: int, variant: st
 
 
 def record_entry_run(
-    task_name: str, task: EntryTask, run_dir: Path, variant: str | None = None
+    task_name: str,
+    task: EntryTask,
+    run_dir: Path,
+    variant: str | None = None,
+    host: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The record of a finished ``her-wrap train`` run of ``task`` (with ``variant``'s changes): its curve,
     and its final agent on :data:`FINAL_EPISODES` fresh episodes.
 
     ``run_dir`` may be a run resumed from a checkpoint of a stopped one (:func:`check_run`): the curve then
-    runs across the parts, and ``resumed_at`` names the env steps where each part took over.
+    runs across the parts, and ``resumed_at`` names the env steps where each part took over. ``host``, the
+    machine's speed around the run (:func:`run_entry`), is recorded as given.
     """
     from her_wrap.envs.registry import make_goal_env
     from her_wrap.sb3.her import HER
@@ -644,6 +649,7 @@ def record_entry_run(
         "num_threads": args.get("num_threads"),
         "workers": task.workers,
         "load_average": os.getloadavg(),
+        **({"host": host} if host is not None else {}),
         "run_dir": str(run_dir),
         **_resumed_fields(chain),
         "settings": config.to_entry(),
@@ -829,7 +835,14 @@ def budget_table(record: dict[str, Any]) -> str:
 def run_entry(
     task_name: str, task: EntryTask, seed: int, log_folder: Path, variant: str | None = None
 ) -> dict[str, Any]:
-    """Train one seed with ``her-wrap train`` in a child process and return its record."""
+    """Train one seed with ``her-wrap train`` in a child process and return its record.
+
+    The record's ``host`` holds :func:`lab.bench.host_reading` taken just before and just after the
+    training (``before``, ``after``), so that the minutes of runs on different days can be compared.
+    """
+    from lab.bench import host_reading
+
+    before = host_reading(task.env_id)
     arguments = task.with_variant(variant).train_arguments(
         seed, variant_overrides(variant), config_file=str(task.config_path())
     )
@@ -845,7 +858,8 @@ def run_entry(
     if process.returncode != 0:
         raise UsageError(f"her-wrap train failed:\n{''.join(lines[-20:])}")
     run_dir = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("Run folder:"))
-    return record_entry_run(task_name, task, Path(run_dir), variant)
+    host = {"before": before, "after": host_reading(task.env_id)}
+    return record_entry_run(task_name, task, Path(run_dir), variant, host=host)
 
 
 def zoo_entry(task: ReferenceTask) -> dict[str, Any]:

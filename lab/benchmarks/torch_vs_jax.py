@@ -32,7 +32,6 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_
 
 import argparse
 import statistics
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,17 +90,6 @@ def build(case: Case, model_class: str, env_id: str, fill_steps: int, seed: int)
 def train_call(model: HER, case: Case, gradient_steps: int) -> None:
     # Keywords: SBX's DQN takes train(batch_size, gradient_steps), the others the reverse.
     model.model.train(gradient_steps=gradient_steps, batch_size=case.batch_size)
-
-
-def matmul_peak_gflops(runs: int = 20, size: int = 1024) -> float:
-    """fp32 GFLOPS of one thread's square matrix product (CPU time), the best of a few runs."""
-    a, b = th.randn(size, size), th.randn(size, size)
-    best = 0.0
-    for _ in range(runs):
-        start = time.process_time()
-        th.mm(a, b)
-        best = max(best, 2 * size**3 / max(time.process_time() - start, 1e-9) / 1e9)
-    return best
 
 
 def measure(case: Case, args: argparse.Namespace) -> dict[str, Any]:
@@ -164,7 +152,7 @@ def main() -> None:
     th.set_num_threads(1)
     import jax  # after the flags above; the HER models import it anyway
 
-    peak = matmul_peak_gflops()
+    peak = bench.matmul_peak_gflops()
     print(
         f"Measured fp32 matmul peak of one thread: {peak:.1f} GFLOPS; "
         f"{args.gradient_steps or '4 (DQN: 40)'} updates per call, median of {args.repeats} calls; "

@@ -47,6 +47,33 @@ def test_random_stepper_resets_the_env_at_an_episodes_end() -> None:
     assert env.current_step <= 3
 
 
+def test_matmul_peak_gflops_measures_one_thread_and_restores_the_threads() -> None:
+    import torch as th
+
+    threads = th.get_num_threads()
+    th.set_num_threads(2)
+    try:
+        assert bench.matmul_peak_gflops(runs=3, size=256) > 0.1
+        assert th.get_num_threads() == 2
+    finally:
+        th.set_num_threads(threads)
+
+
+def test_host_reading_names_the_speed_the_load_and_the_versions(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    monkeypatch.setattr(bench, "SPEED_PACKAGES", ("torch", "no-such-package-of-her-wrap"))
+    reading = bench.host_reading("BitFlippingContinuous-v0", seconds=0.05)
+    assert reading["matmul_gflops_one_thread"] > 0.1
+    assert len(reading["load_average"]) == 3
+    assert reading["versions"] == {
+        "torch": importlib.metadata.version("torch"),
+        "no-such-package-of-her-wrap": None,
+    }
+    assert 0 < reading["env_step_ms"] < 1_000
+    assert "env_step_ms" not in bench.host_reading(seconds=0.05)
+
+
 WORKER = """
 import sys
 from lab import bench

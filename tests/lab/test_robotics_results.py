@@ -843,3 +843,47 @@ def test_a_resumed_run_is_refused_when_its_parts_do_not_join(tmp_path: pathlib.P
     (first / "rl_model_40000_steps.zip").unlink()
     with pytest.raises(UsageError, match="which is gone"):
         experiments.check_run(task, gone)
+
+
+def test_a_run_records_the_hosts_speed_just_before_and_just_after_training(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lab import bench
+
+    events: list[str] = []
+    readings = iter([{"matmul_gflops_one_thread": 70.0}, {"matmul_gflops_one_thread": 50.0}])
+
+    def reading(env_id: str) -> dict[str, Any]:
+        events.append(f"reading {env_id}")
+        return next(readings)
+
+    class Training:
+        """``her-wrap train`` as run_entry sees it: its output, then exit status 0."""
+
+        def __init__(self, command: list[str], **kwargs: Any) -> None:
+            events.append("training")
+            self.stdout = iter([f"Run folder: {tmp_path}\n"])
+            self.returncode = 0
+
+        def __enter__(self) -> Training:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            events.append("trained")
+
+    recorded: dict[str, Any] = {}
+
+    def record(task_name: str, task: Any, run_dir: pathlib.Path, variant: Any, host: Any) -> dict[str, Any]:
+        recorded.update(run_dir=run_dir, host=host)
+        return recorded
+
+    monkeypatch.setattr(bench, "host_reading", reading)
+    monkeypatch.setattr(experiments.subprocess, "Popen", Training)
+    monkeypatch.setattr(experiments, "record_entry_run", record)
+    task = experiments.ENTRY_TASKS[ONE_PROCESS]
+    experiments.run_entry(ONE_PROCESS, task, 3, tmp_path / "logs")
+    assert events == ["reading FetchSlide-v4", "training", "trained", "reading FetchSlide-v4"]
+    assert recorded == {
+        "run_dir": tmp_path,
+        "host": {"before": {"matmul_gflops_one_thread": 70.0}, "after": {"matmul_gflops_one_thread": 50.0}},
+    }
