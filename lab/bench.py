@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -170,8 +171,6 @@ def host_reading(env_id: str | None = None, seconds: float = 1.0) -> dict[str, A
     Figures of runs on different days differ by more than their recipes when the host's speed moves;
     this says which of the two moved.
     """
-    import os
-
     reading: dict[str, Any] = {
         "matmul_gflops_one_thread": round(matmul_peak_gflops(), 1),
         "load_average": [round(load, 2) for load in os.getloadavg()],

@@ -213,10 +213,13 @@ def check_entry_shareable(args: argparse.Namespace) -> None:
     ensure_registered(args.env)
     config = command_config(args)
     train_freq = config.learner_kwargs.get("train_freq")
-    unit = train_freq[-1] if isinstance(train_freq, list | tuple) and len(train_freq) == 2 else None
-    if str(unit).startswith("episode"):
+    if (
+        isinstance(train_freq, list | tuple)
+        and len(train_freq) == 2
+        and str(train_freq[1]).startswith("episode")
+    ):
         raise UsageError(
-            f"{config.env_id}: train_freq {list(train_freq or ())} counts episodes, which several workers cannot "
+            f"{config.env_id}: train_freq {list(train_freq)} counts episodes, which several workers cannot "
             "share (their episodes end at different steps): give it in steps, e.g. -params "
             "train_freq:[250,step]"
         )
