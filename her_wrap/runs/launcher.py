@@ -42,7 +42,6 @@ from her_wrap.runs.workers import (
 #: Seconds the launcher gives the other workers to stop after one failed, before it kills them.
 STOP_GRACE_S = 10.0
 
-
 #: Seconds the launcher waits, after SIGINT (Ctrl-C) or SIGTERM, for the workers to stop and save before it
 #: kills them.
 SAVE_GRACE_S = 120.0
@@ -213,11 +212,8 @@ def check_entry_shareable(args: argparse.Namespace) -> None:
     ensure_registered(args.env)
     config = command_config(args)
     train_freq = config.learner_kwargs.get("train_freq")
-    if (
-        isinstance(train_freq, list | tuple)
-        and len(train_freq) == 2
-        and str(train_freq[1]).startswith("episode")
-    ):
+    counts = train_freq[1] if isinstance(train_freq, list | tuple) and len(train_freq) == 2 else "step"
+    if str(counts).startswith("episode"):
         raise UsageError(
             f"{config.env_id}: train_freq {list(train_freq)} counts episodes, which several workers cannot "
             "share (their episodes end at different steps): give it in steps, e.g. -params "
