@@ -739,7 +739,11 @@ def checkpoint_success(
 
 
 def budget_record(
-    task_name: str, records: list[dict[str, Any]], budgets: list[int], variant: str | None = None
+    task_name: str,
+    records: list[dict[str, Any]],
+    budgets: list[int],
+    variant: str | None = None,
+    seeds: list[int] | None = None,
 ) -> dict[str, Any]:
     """What smaller budgets would have given on every recorded seed of a row: each seed's checkpoints at
     ``budgets`` env steps on :data:`FINAL_EPISODES` fresh episodes, beside its final agent.
@@ -752,13 +756,22 @@ def budget_record(
     :param records: the row's records (``record`` or ``run`` of the same task and variant), each naming the
         run folder it came from
     :param budgets: env steps of all workers, each a multiple of the row's checkpoint interval
-    :raises UsageError: when there is no record, a run folder is gone or is not the row's command, or a
-        budget is not one of its checkpoints
+    :param seeds: only these recorded seeds (``None``: all), e.g. when another seed's run folder is gone
+    :raises UsageError: when there is no record, a seed asked for has none, a run folder is gone or is not
+        the row's command, or a budget is not one of its checkpoints
     """
+    label = f"{task_name}{'+' + variant if variant else ''}"
     if not records:
-        raise UsageError(
-            f"no recorded seed of {task_name}{'+' + variant if variant else ''}: run or record some first"
-        )
+        raise UsageError(f"no recorded seed of {label}: run or record some first")
+    if seeds is not None:
+        recorded = sorted(int(record["seed"]) for record in records)
+        missing = sorted(set(seeds) - set(recorded))
+        if missing:
+            raise UsageError(
+                f"no record of seed(s) {', '.join(map(str, missing))} in {label}; its recorded seeds: "
+                f"{', '.join(map(str, recorded))}"
+            )
+        records = [record for record in records if int(record["seed"]) in seeds]
     task = ENTRY_TASKS[task_name].with_variant(variant)
     overrides, workers = variant_overrides(variant), task.workers
     for budget in budgets:
@@ -770,7 +783,8 @@ def budget_record(
         run_dir = Path(record["run_dir"])
         if not run_dir.is_dir():
             raise UsageError(
-                f"seed {record['seed']}: its run folder {run_dir} is gone; record the row again from a copy"
+                f"seed {record['seed']}: its run folder {run_dir} is gone; record the row again from a copy, "
+                "or leave the seed out with --seeds"
             )
         chain = check_run(task, run_dir, overrides)
         if chain.seed != int(record["seed"]):
@@ -780,12 +794,12 @@ def budget_record(
         for budget in budgets:
             chain.checkpoint_model_path(budget // workers)
         chains.append(chain)
-    seeds = []
+    per_seed = []
     for record, chain in zip(records, chains, strict=True):
         steps, _, seconds = chain.curve()
         seconds_at = dict(zip(steps, seconds, strict=True))
         checkpoints = [checkpoint_success(task, chain, budget // workers, seconds_at) for budget in budgets]
-        seeds.append(
+        per_seed.append(
             {
                 "seed": record["seed"],
                 "run_dir": str(Path(record["run_dir"])),
@@ -802,9 +816,10 @@ def budget_record(
         "env_id": task.env_id,
         "variant": variant,
         "budgets": budgets,
-        "seeds": seeds,
+        "seeds": per_seed,
         "command": f"python scripts/robotics_results.py budget {task_name} --steps {' '.join(map(str, budgets))}"
-        + (f" --variant {variant}" if variant else ""),
+        + (f" --variant {variant}" if variant else "")
+        + (f" --seeds {' '.join(map(str, seeds))}" if seeds is not None else ""),
     }
 
 

@@ -40,7 +40,8 @@ tables of those pages and README.md, and PNG curves. Three kinds of task:
     python scripts/robotics_results.py run fetch-push-zoo-tqc --seeds 0 --minutes 30
 
 ``budget`` evaluates the checkpoints of a row's recorded seeds at smaller budgets (what a shorter
-``n_timesteps`` would have given, each seed on 100 fresh episodes)::
+``n_timesteps`` would have given, each seed on 100 fresh episodes; ``--seeds`` takes only some of them,
+e.g. when a seed's run folder is gone)::
 
     python scripts/robotics_results.py budget fetch-push-ddpg --steps 200000 300000
 
@@ -295,7 +296,7 @@ def command_stopped(args: argparse.Namespace) -> None:
 def command_budget(args: argparse.Namespace) -> None:
     label = record_label(args.task, args.variant)
     records = group_records(load_results(args.results)).get(label, [])
-    record = budget_record(args.task, records, args.steps, args.variant)
+    record = budget_record(args.task, records, args.steps, args.variant, args.seeds)
     print(budget_table(record))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -488,6 +489,9 @@ def main() -> None:
         help="env steps of all workers, at checkpoints of the runs",
     )
     budget.add_argument("--variant", type=variant_argument, default=None, help="the row's change")
+    budget.add_argument(
+        "--seeds", type=int, nargs="+", default=None, help="only these recorded seeds (default: every one)"
+    )
     budget.add_argument("--out", type=pathlib.Path, default=None, help="a JSON file to write")
     rename = entry_command(
         "rename",

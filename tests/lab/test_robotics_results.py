@@ -688,6 +688,12 @@ def test_a_budget_evaluates_every_recorded_seeds_checkpoint_beside_its_final_age
     assert seed["checkpoints"][0]["train_seconds"] == 101.0
     assert seed["final"] == {"timesteps": 600_000, "success": 0.97, "train_seconds": 3000.0}
     assert record["command"] == "python scripts/robotics_results.py budget fetch-slide-ddpg --steps 40000"
+    # --seeds leaves out a recorded seed (its run folder need not exist), and the command says so.
+    gone = _recorded(tmp_path / "gone", seed=0)
+    evaluated.clear()
+    chosen = experiments.budget_record(ONE_PROCESS, [gone, _recorded(run_dir)], [40_000], seeds=[3])
+    assert evaluated == [(8, 3)] and [seed["seed"] for seed in chosen["seeds"]] == [3]
+    assert chosen["command"].endswith("--steps 40000 --seeds 3")
     assert experiments.budget_table(record).splitlines()[2:] == [
         "| 3 | 0.50 (2) | 0.97 (50) |",
         "| worst | 0.50 | 0.97 |",
@@ -699,8 +705,12 @@ def test_a_budget_names_what_is_missing(tmp_path: pathlib.Path) -> None:
     write_agent_zip(run_dir / "rl_model_20000_steps.zip")
     with pytest.raises(UsageError, match="no recorded seed of fetch-slide-ddpg\\+td3"):
         experiments.budget_record(ONE_PROCESS, [], [20_000], "td3")
-    with pytest.raises(UsageError, match="is gone"):
+    with pytest.raises(UsageError, match=r"is gone; .* leave the seed out with --seeds"):
         experiments.budget_record(ONE_PROCESS, [_recorded(tmp_path / "elsewhere")], [20_000])
+    with pytest.raises(
+        UsageError, match="no record of seed\\(s\\) 1 in fetch-slide-ddpg; its recorded seeds: 3"
+    ):
+        experiments.budget_record(ONE_PROCESS, [_recorded(run_dir)], [20_000], seeds=[1, 3])
     with pytest.raises(UsageError, match="a run of seed 3"):
         experiments.budget_record(ONE_PROCESS, [_recorded(run_dir, seed=4)], [20_000])
     with pytest.raises(UsageError, match=r"no checkpoint at 40000 steps; checkpoints: 20000$"):
