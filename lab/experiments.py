@@ -108,7 +108,8 @@ ENTRY_TASKS: dict[str, EntryTask] = {
     # The budget of its target, 0.9 within 60 minutes (the rows of 1M and 1.5M env steps: budget-1m and
     # budget-1.5m).
     "fetch-pick-and-place-ddpg": EntryTask("FetchPickAndPlace-v4", 600_000),
-    "fetch-slide-ddpg": EntryTask("FetchSlide-v4", 1_500_000),
+    # 2.5M env steps: where the goal mix's seeds 0 and 3 first ran to (the entry before it: 1.5M, budget-1.5m).
+    "fetch-slide-ddpg": EntryTask("FetchSlide-v4", 2_500_000),
     # The budget of its target, 0.9 within 20 minutes (the rows of 600k env steps, with uniform draws then:
     # no-movement+budget-600k).
     "panda-push-ddpg": EntryTask("PandaPush-v3", 440_000),
@@ -134,6 +135,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # Half of the relabeled goals from other episodes' desired goals: with 4 relabeled goals per kept one,
     # 2 future and 2 desired per transition on average (mrl's "futureactual_2_2").
     "goal-mix": ("her.goal_mix:{future: 0.5, desired: 0.5}",),
+    # Relabeled goals from the episode's future alone: the FetchSlide entry before it took the goal mix.
+    "no-goal-mix": ("her.goal_mix:null",),
     # LaBER over the recipe's batch: score 4 x 2048 transitions, train on 2048 of them.
     "laber-mean": ("her.laber:LaBERmean", "her.laber_m:4"),
     # LaBER's premise at the recipe's cost: score a large batch of 2048, back-propagate through 512.
@@ -187,6 +190,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # The same with the target actor's horizon on the FetchSlide entry (a mean age of 400 actor steps, 10k env
     # steps), moved after every actor step instead of once per cycle.
     "actor-average-0.0025": ("policy_kwargs.actor_average:0.0025",),
+    # Greedy actions from the actor itself: the FetchSlide entry before it took the average.
+    "no-actor-average": ("policy_kwargs.actor_average:0",),
     # LayerNorm after every hidden layer of the actor and the critic (mrl's networks; her_wrap.sb3.policies).
     "layer-norm": ("policy_kwargs.layer_norm:true",),
     # SB3's plain networks: the FetchPush entry before it took LayerNorm (the same weights and training, bit

@@ -200,13 +200,39 @@ def test_fetch_push_and_slide_entries_alone_have_layer_norm_and_a_variant_gives_
         for task in experiments.ENTRY_TASKS.values()
     }
     assert policy_kwargs.pop("FetchPush-v4") == {"net_arch": [256, 256], "layer_norm": True}
-    assert policy_kwargs.pop("FetchSlide-v4") == {"net_arch": [256, 256, 256], "layer_norm": True}
+    assert policy_kwargs.pop("FetchSlide-v4") == {
+        "net_arch": [256, 256, 256],
+        "layer_norm": True,
+        "actor_average": 0.0002,
+    }
     assert all(kwargs == {"net_arch": [256, 256, 256]} for kwargs in policy_kwargs.values())
     shipped = load_run_config(default_config_path(), env_id)
     undone = load_run_config(default_config_path(), env_id, overrides=experiments.VARIANTS["no-layer-norm"])
-    net_arch = shipped.learner_kwargs["policy_kwargs"]["net_arch"]
-    assert undone.learner_kwargs["policy_kwargs"] == {"net_arch": net_arch, "layer_norm": False}
+    shipped_kwargs = shipped.learner_kwargs["policy_kwargs"]
+    assert undone.learner_kwargs["policy_kwargs"] == {**shipped_kwargs, "layer_norm": False}
     assert {**undone.to_entry(), "policy_kwargs": None} == {**shipped.to_entry(), "policy_kwargs": None}
+
+
+def test_fetch_slide_alone_mixes_desired_goals_and_plays_the_actor_average_and_variants_undo_each() -> None:
+    """The FetchSlide entry's own two changes, and ``no-goal-mix`` / ``no-actor-average`` giving the entry
+    before them (its rows of 1.5M env steps), each changing nothing else."""
+    goal_mixes = {
+        task.env_id: load_run_config(default_config_path(), task.env_id).her.get("goal_mix")
+        for task in experiments.ENTRY_TASKS.values()
+    }
+    assert goal_mixes.pop("FetchSlide-v4") == {"future": 0.5, "desired": 0.5}
+    assert set(goal_mixes.values()) == {None}
+    shipped = load_run_config(default_config_path(), "FetchSlide-v4")
+    mixless = load_run_config(
+        default_config_path(), "FetchSlide-v4", overrides=experiments.VARIANTS["no-goal-mix"]
+    )
+    assert mixless.her.get("goal_mix") is None
+    assert experiments.entry_differences(shipped.to_entry(), mixless.to_entry()) == ["her"]
+    greedy_actor = load_run_config(
+        default_config_path(), "FetchSlide-v4", overrides=experiments.VARIANTS["no-actor-average"]
+    )
+    assert greedy_actor.learner_kwargs["policy_kwargs"]["actor_average"] == 0
+    assert experiments.entry_differences(shipped.to_entry(), greedy_actor.to_entry()) == ["policy_kwargs"]
 
 
 def test_an_unknown_variant_is_refused_listing_the_known_ones() -> None:
@@ -294,7 +320,7 @@ def test_a_run_on_two_workers_is_taken_only_as_the_workers_variant(tmp_path: pat
     experiments.check_shipped_entry(row, run_dir, overrides)
     with pytest.raises(UsageError, match=r"trained on 2 worker.*workers-2"):
         experiments.check_shipped_entry(task, run_dir, overrides)
-    with pytest.raises(UsageError, match="n_timesteps is 750000, the task's is 1500000"):
+    with pytest.raises(UsageError, match=f"n_timesteps is {task.steps // 2}, the task's is {task.steps}"):
         experiments.check_shipped_entry(
             task, fake_run(tmp_path / "one", entry, eval_freq=task.eval_freq // 2)
         )
@@ -817,20 +843,20 @@ def test_a_resumed_run_is_recorded_across_its_folders(tmp_path: pathlib.Path) ->
 
 def test_a_run_resumed_with_a_longer_budget_is_its_longer_budgets_row(tmp_path: pathlib.Path) -> None:
     task = experiments.ENTRY_TASKS[ONE_PROCESS]
-    longer = task.with_variant("budget-2.5m")
+    longer = task.with_variant("budget-3m")
     first, second = _resumed_run(tmp_path)
     second_config = second / "FetchSlide-v4" / "config.yml"
-    # The first folder trained to the task's budget; the resumed one with -n 2500000.
+    # The first folder trained to the task's budget; the resumed one with -n 3000000.
     write_yaml_file(second_config, {"FetchSlide-v4": command_entry(longer)})
     chain = experiments.check_run(longer, second)
     assert [part.layout.run_dir for part in chain.parts] == [first, second]
     # The last folder sets the row's budget: the task's own row is refused.
-    with pytest.raises(UsageError, match=f"n_timesteps is 2500000, the task's is {task.steps}"):
+    with pytest.raises(UsageError, match=f"n_timesteps is 3000000, the task's is {task.steps}"):
         experiments.check_run(task, second)
     # A first folder of a longer budget than the last one's is no shorter budget.
     write_yaml_file(first / "FetchSlide-v4" / "config.yml", {"FetchSlide-v4": command_entry(longer)})
     write_yaml_file(second_config, {"FetchSlide-v4": command_entry(task)})
-    with pytest.raises(UsageError, match=f"n_timesteps is 2500000, the task's is {task.steps}"):
+    with pytest.raises(UsageError, match=f"n_timesteps is 3000000, the task's is {task.steps}"):
         experiments.check_run(task, second)
 
 

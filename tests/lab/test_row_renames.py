@@ -183,7 +183,7 @@ def test_the_script_prints_the_new_names_writes_them_and_leaves_the_file_on_a_dr
 ) -> None:
     results = tmp_path / "results.json"
     text = json.dumps(
-        {"fetch-slide-ddpg/0": row(1_500_000), "fetch-slide-ddpg+layer-norm/1": row(1_500_000, "layer-norm")}
+        {"fetch-slide-ddpg/0": row(2_500_000), "fetch-slide-ddpg+layer-norm/1": row(2_500_000, "layer-norm")}
     )
     results.write_text(text)
     refused = run_rename(results, "fetch-slide-ddpg", "--promoted", "layer-norm")
