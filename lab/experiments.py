@@ -32,6 +32,7 @@ from her_wrap.runs.run_layout import RunLayout, layout_of
 from her_wrap.runs.yaml_io import load_yaml_file
 from her_wrap.runs.zoo_translation import parse_literal_strings
 from her_wrap.sb3.learners import LEARNERS
+from lab.results import record_label
 
 #: Env steps between two points of a curve, and fresh episodes per point, of a manipulation row.
 ENTRY_EVAL_FREQ, ENTRY_EVAL_EPISODES = 20_000, 50
@@ -765,7 +766,7 @@ def budget_record(
     :raises UsageError: when there is no record, a seed asked for has none, a run folder is gone or is not
         the row's command, or a budget is not one of its checkpoints
     """
-    label = f"{task_name}{'+' + variant if variant else ''}"
+    label = record_label(task_name, variant)
     if not records:
         raise UsageError(f"no recorded seed of {label}: run or record some first")
     if seeds is not None:
