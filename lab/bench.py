@@ -12,8 +12,8 @@ on one machine, prints their ratio, and writes a markdown page that names the co
 - :func:`ratio`, :func:`targets_table`: the side-by-side figures;
 - :func:`page`, :func:`write_page`: the markdown page, with the command that wrote it and
   :func:`~lab.doc_sections.machine_note`;
-- :func:`matmul_peak_gflops`, :func:`host_reading`: how fast this machine is now, for figures taken on
-  different days.
+- :func:`matmul_peak_gflops`, :func:`matmul_wall_gflops`, :func:`host_reading`: how fast this machine is
+  now, for figures taken on different days.
 """
 
 from __future__ import annotations
@@ -158,13 +158,36 @@ def matmul_peak_gflops(runs: int = 20, size: int = 1024) -> float:
         th.set_num_threads(threads)
 
 
+def matmul_wall_gflops(threads: int, rows: int = 2048, width: int = 256, seconds: float = 1.0) -> float:
+    """fp32 GFLOPS of a ``rows x width`` by ``width x width`` product (a batch through one hidden layer of
+    an update) on ``threads`` torch threads, in wall-clock time: the median of 5 spells of ``seconds`` / 5.
+
+    :func:`matmul_peak_gflops` times CPU time, which a slower wall clock (another tenant on the host, a
+    thread waiting for its sibling) leaves unchanged; this reading moves with it. This process's torch
+    threads are restored after.
+    """
+    import torch as th
+
+    saved = th.get_num_threads()
+    th.set_num_threads(threads)
+    try:
+        a, b = th.randn(rows, width), th.randn(width, width)
+        spells = [
+            seconds_per_call(lambda: th.mm(a, b), seconds / 5, min_calls=20, warmup=20) for _ in range(5)
+        ]
+        return 2 * rows * width * width / statistics.median(spells) / 1e9
+    finally:
+        th.set_num_threads(saved)
+
+
 #: The packages whose versions :func:`host_reading` records: what a run's speed depends on.
 SPEED_PACKAGES = ("torch", "numpy", "mujoco", "gymnasium", "gymnasium-robotics", "stable-baselines3")
 
 
 def host_reading(env_id: str | None = None, seconds: float = 1.0) -> dict[str, Any]:
     """How fast this machine runs now, for a run's record: one thread's fp32 matmul peak
-    (:func:`matmul_peak_gflops`), the load average, the versions of :data:`SPEED_PACKAGES`, and with
+    (:func:`matmul_peak_gflops`), an update's product in wall-clock time on one thread and on every core
+    (:func:`matmul_wall_gflops`, keyed by the thread count), the load average, the versions of :data:`SPEED_PACKAGES`, and with
     ``env_id`` the wall-clock ms of one env step with random actions (physics and the env's own code,
     the median of 5 spells of ``seconds`` / 5).
 
@@ -173,6 +196,10 @@ def host_reading(env_id: str | None = None, seconds: float = 1.0) -> dict[str, A
     """
     reading: dict[str, Any] = {
         "matmul_gflops_one_thread": round(matmul_peak_gflops(), 1),
+        "update_matmul_gflops_wall": {
+            str(threads): round(matmul_wall_gflops(threads, seconds=seconds), 1)
+            for threads in sorted({1, os.cpu_count() or 1})
+        },
         "load_average": [round(load, 2) for load in os.getloadavg()],
         "versions": {name: _version(name) for name in SPEED_PACKAGES},
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -59,12 +60,34 @@ def test_matmul_peak_gflops_measures_one_thread_and_restores_the_threads() -> No
         th.set_num_threads(threads)
 
 
+def test_matmul_wall_gflops_runs_on_the_threads_asked_and_restores_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import torch as th
+
+    seen: list[int] = []
+    mm = th.mm
+
+    def counting_mm(a: th.Tensor, b: th.Tensor) -> th.Tensor:
+        seen.append(th.get_num_threads())
+        return mm(a, b)
+
+    threads = th.get_num_threads()
+    monkeypatch.setattr(th, "mm", counting_mm)
+    assert bench.matmul_wall_gflops(1, rows=64, width=32, seconds=0.01) > 0.01
+    assert set(seen) == {1}
+    assert th.get_num_threads() == threads
+
+
 def test_host_reading_names_the_speed_the_load_and_the_versions(monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.metadata
 
     monkeypatch.setattr(bench, "SPEED_PACKAGES", ("torch", "no-such-package-of-her-wrap"))
     reading = bench.host_reading("BitFlippingContinuous-v0", seconds=0.05)
     assert reading["matmul_gflops_one_thread"] > 0.1
+    wall = reading["update_matmul_gflops_wall"]
+    assert set(wall) == {"1", str(os.cpu_count() or 1)}
+    assert all(gflops > 0.1 for gflops in wall.values())
     assert len(reading["load_average"]) == 3
     assert reading["versions"] == {
         "torch": importlib.metadata.version("torch"),
