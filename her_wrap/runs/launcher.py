@@ -211,7 +211,7 @@ def check_entry_shareable(args: argparse.Namespace) -> None:
 
     ensure_registered(args.env)
     config = command_config(args)
-    train_freq = config.learner_kwargs.get("train_freq")
+    train_freq = config.learner_kwargs.get("train_freq") or ()
     counts = train_freq[1] if isinstance(train_freq, list | tuple) and len(train_freq) == 2 else "step"
     if str(counts).startswith("episode"):
         raise UsageError(
