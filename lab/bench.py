@@ -187,9 +187,9 @@ SPEED_PACKAGES = ("torch", "numpy", "mujoco", "gymnasium", "gymnasium-robotics",
 def host_reading(env_id: str | None = None, seconds: float = 1.0) -> dict[str, Any]:
     """How fast this machine runs now, for a run's record: one thread's fp32 matmul peak
     (:func:`matmul_peak_gflops`), an update's product in wall-clock time on one thread and on every core
-    (:func:`matmul_wall_gflops`, keyed by the thread count), the load average, the versions of :data:`SPEED_PACKAGES`, and with
-    ``env_id`` the wall-clock ms of one env step with random actions (physics and the env's own code,
-    the median of 5 spells of ``seconds`` / 5).
+    (:func:`matmul_wall_gflops`, keyed by the thread count), the load average, the versions of
+    :data:`SPEED_PACKAGES`, and with ``env_id`` the wall-clock ms of one env step with random actions
+    (physics and the env's own code, the median of 5 spells of ``seconds`` / 5).
 
     Figures of runs on different days differ by more than their recipes when the host's speed moves;
     this says which of the two moved.
