@@ -19,6 +19,7 @@ on one machine, prints their ratio, and writes a markdown page that names the co
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import json
 import os
@@ -26,7 +27,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -139,14 +140,25 @@ def random_stepper(env: Any, seed: int) -> Callable[[], None]:
     return step
 
 
+@contextlib.contextmanager
+def torch_threads(threads: int) -> Iterator[None]:
+    """Run the block on ``threads`` torch threads; this process's count is restored after."""
+    import torch as th
+
+    saved = th.get_num_threads()
+    th.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        th.set_num_threads(saved)
+
+
 def matmul_peak_gflops(runs: int = 20, size: int = 1024) -> float:
     """fp32 GFLOPS of one thread's square matrix product (CPU time, so other processes change it little),
     the best of ``runs``; this process's torch threads are restored after."""
     import torch as th
 
-    threads = th.get_num_threads()
-    th.set_num_threads(1)
-    try:
+    with torch_threads(1):
         a, b = th.randn(size, size), th.randn(size, size)
         best = 0.0
         for _ in range(runs):
@@ -154,8 +166,6 @@ def matmul_peak_gflops(runs: int = 20, size: int = 1024) -> float:
             th.mm(a, b)
             best = max(best, 2 * size**3 / max(time.process_time() - start, 1e-9) / 1e9)
         return best
-    finally:
-        th.set_num_threads(threads)
 
 
 def matmul_wall_gflops(threads: int, rows: int = 2048, width: int = 256, seconds: float = 1.0) -> float:
@@ -168,16 +178,12 @@ def matmul_wall_gflops(threads: int, rows: int = 2048, width: int = 256, seconds
     """
     import torch as th
 
-    saved = th.get_num_threads()
-    th.set_num_threads(threads)
-    try:
+    with torch_threads(threads):
         a, b = th.randn(rows, width), th.randn(width, width)
         spells = [
             seconds_per_call(lambda: th.mm(a, b), seconds / 5, min_calls=20, warmup=20) for _ in range(5)
         ]
         return 2 * rows * width * width / statistics.median(spells) / 1e9
-    finally:
-        th.set_num_threads(saved)
 
 
 #: The packages whose versions :func:`host_reading` records: what a run's speed depends on.
