@@ -20,6 +20,8 @@ Greedy actions (``predict(..., deterministic=True)``: evaluations, ``her-wrap en
 average; exploration and the learner's updates use the actor itself. A DDPG actor's greedy success
 swings from one evaluation to the next as its weights move; the average smooths those swings out. The
 average is saved and loaded with the policy, and every worker of a multi-worker run keeps the same one.
+At ``RATE`` equal to the learner's ``tau`` it is the target actor, weight for weight (the target moves by
+``tau`` after each step of the actor too), so greedy actions then come from the target actor.
 """
 
 from __future__ import annotations

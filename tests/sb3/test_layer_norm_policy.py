@@ -220,6 +220,21 @@ def test_greedy_actions_come_from_the_average_and_exploration_from_the_actor(mod
     np.testing.assert_allclose(exploration_actions(policy, observation), actor_actions, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("model_class", [DDPG, TD3])
+def test_an_average_at_the_learners_tau_is_its_target_actor_weight_for_weight(model_class):
+    # So an agent's target actor reads as what actor_average=tau would have played, and the other way round.
+    model = make_her(model_class=model_class, layer_norm=True, actor_average=0.02)
+    model.model.tau = 0.02
+    model.learn(120)
+    policy = model.model.policy
+    assert not th.equal(flat(policy.actor), flat(policy.actor_target))  # both moved away from the actor
+    assert th.equal(flat(policy.actor_average), flat(policy.actor_target))
+    other = make_her(model_class=model_class, layer_norm=True, actor_average=0.03)
+    other.model.tau = 0.02
+    other.learn(120)
+    assert not th.equal(flat(other.model.policy.actor_average), flat(other.model.policy.actor_target))
+
+
 def test_the_average_alone_keeps_sb3s_networks_and_with_layer_norm_averages_the_norms_too():
     plain = make_her(actor_average=0.01).model.policy
     assert type(plain) is LayerNormMultiInputPolicy and plain.layer_norm is False
