@@ -629,15 +629,11 @@ def record_entry_run(
     runs across the parts, and ``resumed_at`` names the env steps where each part took over. ``host``, the
     machine's speed around the run (:func:`run_entry`), is recorded as given.
     """
-    from her_wrap.envs.registry import make_goal_env
-    from her_wrap.sb3.her import HER
-
     task = task.with_variant(variant)
     chain = check_run(task, run_dir, variant_overrides(variant))
     layout, args, seed = chain.layout, chain.parts[-1].args, chain.seed
     steps, successes, seconds = chain.curve()
-    model = HER.load(str(layout.final_model_path), env=make_goal_env(task.env_id), device="cpu")
-    final = final_success(model, task.env_id, seed)
+    final = saved_agent_success(task, layout.final_model_path, seed)
     config = load_run_config(layout.config_path, task.env_id)
     return {
         "kind": "entry",
@@ -717,8 +713,42 @@ def stopped_run_record(
     return record
 
 
+#: Whose weights a budget's greedy actions come from: each saved agent's own (``agent``), or its target
+#: actor's (``target-actor``: what ``policy_kwargs actor_average`` at the learner's ``tau`` plays, weight for
+#: weight, on the same run; the learner's updates never read the average).
+GREEDY_ACTORS = ("agent", "target-actor")
+
+
+def saved_agent_success(task: EntryTask, model_path: Path, seed: int, greedy: str = "agent") -> float:
+    """Greedy success of the agent saved at ``model_path`` on the :data:`FINAL_EPISODES` fresh episodes of
+    seed ``seed``'s figures, its greedy actions from ``greedy`` (:data:`GREEDY_ACTORS`).
+
+    :raises UsageError: for a ``greedy`` not in :data:`GREEDY_ACTORS`, or ``target-actor`` on a learner
+        with no target actor (DDPG and TD3 have one)
+    """
+    from torch import nn
+
+    from her_wrap.envs.registry import make_goal_env
+    from her_wrap.sb3.her import HER
+    from her_wrap.sb3.policies import greedy_actor
+
+    if greedy not in GREEDY_ACTORS:
+        raise UsageError(f"greedy actions from {greedy!r}: choose one of {', '.join(GREEDY_ACTORS)}")
+    model = HER.load(str(model_path), env=make_goal_env(task.env_id), device="cpu")
+    if greedy == "target-actor":
+        policy = model.model.policy
+        target = getattr(policy, "actor_target", None)
+        if not isinstance(target, nn.Module):
+            raise UsageError(
+                f"{model_path}: {model.model_class.__name__} has no target actor (DDPG and TD3 have one); "
+                "evaluate its agents as saved (greedy agent)"
+            )
+        greedy_actor(policy).load_state_dict(target.state_dict())
+    return final_success(model, task.env_id, seed)
+
+
 def checkpoint_success(
-    task: EntryTask, chain: RunChain, checkpoint: int, seconds_at: dict[int, float]
+    task: EntryTask, chain: RunChain, checkpoint: int, seconds_at: dict[int, float], greedy: str = "agent"
 ) -> dict[str, Any]:
     """The greedy success of a run's checkpoint on :data:`FINAL_EPISODES` fresh episodes (the episodes of a
     final agent's figure), with the env steps (all workers') and training seconds at which it was saved.
@@ -727,16 +757,13 @@ def checkpoint_success(
     :param checkpoint: env steps of the checkpoint, one worker's (as ``--save-freq`` counts them)
     :param seconds_at: the run's training seconds by env steps of all workers (its curve,
         :meth:`RunChain.curve`); none when the checkpoint is no point of it
+    :param greedy: whose weights act greedily (:func:`saved_agent_success`)
     :raises UsageError: when the run has no checkpoint there (the ones it has are named)
     """
-    from her_wrap.envs.registry import make_goal_env
-    from her_wrap.sb3.her import HER
-
     model_path = chain.checkpoint_model_path(checkpoint)
-    model = HER.load(str(model_path), env=make_goal_env(task.env_id), device="cpu")
     return {
         "timesteps": checkpoint * chain.workers,
-        "success": final_success(model, task.env_id, chain.seed),
+        "success": saved_agent_success(task, model_path, chain.seed, greedy),
         "episodes": FINAL_EPISODES,
         "train_seconds": seconds_at.get(checkpoint * chain.workers),
         "command": f"her-wrap enjoy --env {task.env_id} -f LOGS --exp-id K --load-checkpoint {checkpoint} "
@@ -750,9 +777,14 @@ def budget_record(
     budgets: list[int],
     variant: str | None = None,
     seeds: list[int] | None = None,
+    greedy: str = "agent",
 ) -> dict[str, Any]:
     """What smaller budgets would have given on every recorded seed of a row: each seed's checkpoints at
     ``budgets`` env steps on :data:`FINAL_EPISODES` fresh episodes, beside its final agent.
+
+    With ``greedy="target-actor"`` every agent, the final one too, acts greedily with its target actor's
+    weights: what the row would have given with ``actor_average`` at the learner's ``tau``
+    (:func:`saved_agent_success`).
 
     A checkpoint is the agent a run with that budget ends with: it is saved once the gradient steps of the
     cycle that reached its step are done (checkpoints of runs made before 2026-11-27 were saved before
@@ -763,10 +795,14 @@ def budget_record(
         run folder it came from
     :param budgets: env steps of all workers, each a multiple of the row's checkpoint interval
     :param seeds: only these recorded seeds (``None``: all), e.g. when another seed's run folder is gone
+    :param greedy: whose weights act greedily (:data:`GREEDY_ACTORS`)
     :raises UsageError: when there is no record, a seed asked for has none, a run folder is gone or is not
-        the row's command, or a budget is not one of its checkpoints
+        the row's command, a budget is not one of its checkpoints, or ``greedy`` is none of
+        :data:`GREEDY_ACTORS`
     """
     label = record_label(task_name, variant)
+    if greedy not in GREEDY_ACTORS:
+        raise UsageError(f"greedy actions from {greedy!r}: choose one of {', '.join(GREEDY_ACTORS)}")
     if not records:
         raise UsageError(f"no recorded seed of {label}: run or record some first")
     if seeds is not None:
@@ -804,7 +840,12 @@ def budget_record(
     for record, chain in zip(records, chains, strict=True):
         steps, _, seconds = chain.curve()
         seconds_at = dict(zip(steps, seconds, strict=True))
-        checkpoints = [checkpoint_success(task, chain, budget // workers, seconds_at) for budget in budgets]
+        checkpoints = [
+            checkpoint_success(task, chain, budget // workers, seconds_at, greedy) for budget in budgets
+        ]
+        final_figure = record["final_success"]
+        if greedy != "agent":  # the row's own figure is the saved agent's
+            final_figure = saved_agent_success(task, chain.layout.final_model_path, chain.seed, greedy)
         per_seed.append(
             {
                 "seed": record["seed"],
@@ -812,7 +853,7 @@ def budget_record(
                 "checkpoints": checkpoints,
                 "final": {
                     "timesteps": record["steps"],
-                    "success": record["final_success"],
+                    "success": final_figure,
                     "train_seconds": record["train_seconds"],
                 },
             }
@@ -822,10 +863,12 @@ def budget_record(
         "env_id": task.env_id,
         "variant": variant,
         "budgets": budgets,
+        "greedy": greedy,
         "seeds": per_seed,
         "command": f"python scripts/robotics_results.py budget {task_name} --steps {' '.join(map(str, budgets))}"
         + (f" --variant {variant}" if variant else "")
-        + (f" --seeds {' '.join(map(str, seeds))}" if seeds is not None else ""),
+        + (f" --seeds {' '.join(map(str, seeds))}" if seeds is not None else "")
+        + (f" --greedy {greedy}" if greedy != "agent" else ""),
     }
 
 

@@ -26,6 +26,7 @@ import torch as th
 from her_wrap import HER
 from her_wrap.runs.env_factory import ensure_registered, make_vec_goal_env
 from her_wrap.sb3.evaluation import evaluate_agent
+from her_wrap.sb3.policies import greedy_actor
 
 #: The actors of a policy that this script evaluates, by the column they fill.
 ACTORS = {"actor": "actor", "target actor": "actor_target", "actor average": "actor_average"}
@@ -45,9 +46,7 @@ def actor_states(agent: HER) -> dict[str, dict[str, th.Tensor]]:
 @contextmanager
 def greedy_weights(agent: HER, state: dict[str, th.Tensor]) -> Iterator[None]:
     """Within it, ``agent``'s greedy actions come from ``state`` (loaded into the actor greedy actions use)."""
-    policy = agent.model.policy
-    average = getattr(policy, "actor_average", None)
-    module = policy.actor if average is None else average
+    module = greedy_actor(agent.model.policy)
     kept = {key: value.detach().clone() for key, value in module.state_dict().items()}
     module.load_state_dict(state)
     try:

@@ -41,9 +41,11 @@ tables of those pages and README.md, and PNG curves. Three kinds of task:
 
 ``budget`` evaluates the checkpoints of a row's recorded seeds at smaller budgets (what a shorter
 ``n_timesteps`` would have given, each seed on 100 fresh episodes; ``--seeds`` takes only some of them,
-e.g. when a seed's run folder is gone)::
+e.g. when a seed's run folder is gone; ``--greedy target-actor`` plays each agent's target actor, the final
+agents' too: what ``actor_average`` at the learner's ``tau`` would have given)::
 
     python scripts/robotics_results.py budget fetch-push-ddpg --steps 200000 300000
+    python scripts/robotics_results.py budget fetch-slide-ddpg --steps 2000000 --greedy target-actor
 
 When the shipped entry takes a change that a variant measured, ``rename`` renames the task's rows: those
 that ran it become the entry's, the others take the variant that gives the entry before (change
@@ -85,6 +87,7 @@ from her_wrap.runs.zoo_translation import parse_override_value, set_in
 from lab.doc_sections import replace_section
 from lab.experiments import (
     ENTRY_TASKS,
+    GREEDY_ACTORS,
     REFERENCE_TASKS,
     VARIANTS,
     ReferenceTask,
@@ -296,7 +299,7 @@ def command_stopped(args: argparse.Namespace) -> None:
 def command_budget(args: argparse.Namespace) -> None:
     label = record_label(args.task, args.variant)
     records = group_records(load_results(args.results)).get(label, [])
-    record = budget_record(args.task, records, args.steps, args.variant, args.seeds)
+    record = budget_record(args.task, records, args.steps, args.variant, args.seeds, args.greedy)
     print(budget_table(record))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -491,6 +494,13 @@ def main() -> None:
     budget.add_argument("--variant", type=variant_argument, default=None, help="the row's change")
     budget.add_argument(
         "--seeds", type=int, nargs="+", default=None, help="only these recorded seeds (default: every one)"
+    )
+    budget.add_argument(
+        "--greedy",
+        choices=GREEDY_ACTORS,
+        default="agent",
+        help="whose weights act greedily: each saved agent's own (default), or its target actor's (what "
+        "policy_kwargs actor_average at the learner's tau plays); with target-actor the final agents too",
     )
     budget.add_argument("--out", type=pathlib.Path, default=None, help="a JSON file to write")
     rename = entry_command(

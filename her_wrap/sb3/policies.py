@@ -256,12 +256,24 @@ def with_policy_defaults(policy_kwargs: Any) -> Any:
     return policy_kwargs
 
 
+def greedy_actor(policy: TD3Policy) -> Actor:
+    """The actor a DDPG / TD3 policy's greedy actions come from: its :attr:`~LayerNormPolicy.actor_average`
+    when it keeps one, else its actor (SB3's policies, and ours without an average).
+
+    Loading other weights into it (e.g. the target actor's) changes what ``predict(...,
+    deterministic=True)`` plays and nothing of exploration or the learner's updates, unless it is the actor.
+    """
+    average = getattr(policy, "actor_average", None)
+    return policy.actor if average is None else average
+
+
 __all__ = [
     "ACTOR_AVERAGE_KEY",
     "LayerNormActor",
     "LayerNormContinuousCritic",
     "LayerNormMultiInputPolicy",
     "LayerNormPolicy",
+    "greedy_actor",
     "layer_norm_network",
     "resolve_layer_norm_policy",
     "with_policy_defaults",

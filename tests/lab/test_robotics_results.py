@@ -726,6 +726,55 @@ def test_a_budget_evaluates_every_recorded_seeds_checkpoint_beside_its_final_age
     ]
 
 
+def test_a_budget_can_play_every_agents_target_actor_the_final_ones_too(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch as th
+
+    from her_wrap import HER
+
+    run_dir = _stopped_run(tmp_path, None)
+    saved = {}
+    for name, shift in (("rl_model_40000_steps.zip", 1.0), ("FetchSlide-v4.zip", 2.0)):
+        agent = HER("MultiInputPolicy", "FetchSlide-v4", "ddpg", policy_kwargs=dict(net_arch=[8]))
+        with th.no_grad():
+            for parameter in agent.model.policy.actor_target.parameters():
+                parameter.add_(shift)  # a target actor unlike the actor
+        agent.save(run_dir / name)
+        saved[name] = agent.model.policy.actor_target.state_dict()
+    played: list[bool] = []
+
+    def success(model: Any, env_id: str, seed: int) -> float:
+        actor = model.model.policy.actor.state_dict()
+        played.append(
+            next(
+                name for name, state in saved.items() if th.equal(actor["mu.0.weight"], state["mu.0.weight"])
+            )
+        )
+        return 0.25 if played[-1].startswith("rl_model") else 0.75
+
+    monkeypatch.setattr(experiments, "final_success", success)
+    record = experiments.budget_record(ONE_PROCESS, [_recorded(run_dir)], [40_000], greedy="target-actor")
+    assert played == ["rl_model_40000_steps.zip", "FetchSlide-v4.zip"]
+    (seed,) = record["seeds"]
+    assert seed["checkpoints"][0]["success"] == 0.25
+    assert seed["final"] == {
+        "timesteps": 600_000,
+        "success": 0.75,
+        "train_seconds": 3000.0,
+    }  # not the row's 0.97
+    assert record["greedy"] == "target-actor" and record["command"].endswith(
+        "--steps 40000 --greedy target-actor"
+    )
+    with pytest.raises(UsageError, match="greedy actions from 'average': choose one of agent, target-actor"):
+        experiments.budget_record(ONE_PROCESS, [_recorded(run_dir)], [40_000], greedy="average")
+    HER("MultiInputPolicy", "FetchSlide-v4", "sac", policy_kwargs=dict(net_arch=[8])).save(
+        run_dir / "rl_model_40000_steps.zip"
+    )
+    with pytest.raises(UsageError, match=r"SAC has no target actor .*greedy agent"):
+        experiments.budget_record(ONE_PROCESS, [_recorded(run_dir)], [40_000], greedy="target-actor")
+
+
 def test_a_budget_names_what_is_missing(tmp_path: pathlib.Path) -> None:
     run_dir = _stopped_run(tmp_path, None)
     write_agent_zip(run_dir / "rl_model_20000_steps.zip")
