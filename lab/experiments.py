@@ -719,6 +719,12 @@ def stopped_run_record(
 GREEDY_ACTORS = ("agent", "target-actor")
 
 
+def check_greedy(greedy: str) -> None:
+    """:raises UsageError: when ``greedy`` is none of :data:`GREEDY_ACTORS` (they are named)"""
+    if greedy not in GREEDY_ACTORS:
+        raise UsageError(f"greedy actions from {greedy!r}: choose one of {', '.join(GREEDY_ACTORS)}")
+
+
 def saved_agent_success(task: EntryTask, model_path: Path, seed: int, greedy: str = "agent") -> float:
     """Greedy success of the agent saved at ``model_path`` on the :data:`FINAL_EPISODES` fresh episodes of
     seed ``seed``'s figures, its greedy actions from ``greedy`` (:data:`GREEDY_ACTORS`).
@@ -732,8 +738,7 @@ def saved_agent_success(task: EntryTask, model_path: Path, seed: int, greedy: st
     from her_wrap.sb3.her import HER
     from her_wrap.sb3.policies import greedy_actor
 
-    if greedy not in GREEDY_ACTORS:
-        raise UsageError(f"greedy actions from {greedy!r}: choose one of {', '.join(GREEDY_ACTORS)}")
+    check_greedy(greedy)
     model = HER.load(str(model_path), env=make_goal_env(task.env_id), device="cpu")
     if greedy == "target-actor":
         policy = model.model.policy
@@ -801,8 +806,7 @@ def budget_record(
         :data:`GREEDY_ACTORS`
     """
     label = record_label(task_name, variant)
-    if greedy not in GREEDY_ACTORS:
-        raise UsageError(f"greedy actions from {greedy!r}: choose one of {', '.join(GREEDY_ACTORS)}")
+    check_greedy(greedy)
     if not records:
         raise UsageError(f"no recorded seed of {label}: run or record some first")
     if seeds is not None:
