@@ -18,7 +18,12 @@ from her_wrap.runs.config import load_run_config
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.model_factory import build_agent
 from her_wrap.sb3.exploration import actor_plan, exploration_actions
-from her_wrap.sb3.policies import LayerNormMultiInputPolicy, LayerNormPolicy, with_policy_defaults
+from her_wrap.sb3.policies import (
+    LayerNormMultiInputPolicy,
+    LayerNormPolicy,
+    greedy_actor,
+    with_policy_defaults,
+)
 
 NET_ARCH = [16, 8]
 
@@ -214,6 +219,9 @@ def test_greedy_actions_come_from_the_average_and_exploration_from_the_actor(mod
         actor_actions = policy.unscale_action(policy.actor(tensor).numpy())
     assert not np.allclose(average_actions, actor_actions)
     np.testing.assert_allclose(model.predict(observation, deterministic=True)[0], average_actions, rtol=1e-6)
+    assert greedy_actor(policy) is policy.actor_average
+    plain = make_her(model_class=model_class).model.policy
+    assert greedy_actor(plain) is plain.actor  # no average: the actor acts greedily
     np.testing.assert_allclose(model.model.policy.predict(observation)[0], actor_actions, rtol=1e-6)
     # Exploration keeps the lean forward of the actor itself.
     assert actor_plan(policy) is not None
