@@ -732,8 +732,6 @@ def saved_agent_success(task: EntryTask, model_path: Path, seed: int, greedy: st
     :raises UsageError: for a ``greedy`` not in :data:`GREEDY_ACTORS`, or ``target-actor`` on a learner
         with no target actor (DDPG and TD3 have one)
     """
-    from torch import nn
-
     from her_wrap.envs.registry import make_goal_env
     from her_wrap.sb3.her import HER
     from her_wrap.sb3.policies import greedy_actor
@@ -743,7 +741,7 @@ def saved_agent_success(task: EntryTask, model_path: Path, seed: int, greedy: st
     if greedy == "target-actor":
         policy = model.model.policy
         target = getattr(policy, "actor_target", None)
-        if not isinstance(target, nn.Module):
+        if target is None:
             raise UsageError(
                 f"{model_path}: {model.model_class.__name__} has no target actor (DDPG and TD3 have one); "
                 "evaluate its agents as saved (greedy agent)"

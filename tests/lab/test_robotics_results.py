@@ -742,7 +742,7 @@ def test_a_budget_can_play_every_agents_target_actor_the_final_ones_too(
                 parameter.add_(shift)  # a target actor unlike the actor
         agent.save(run_dir / name)
         saved[name] = agent.model.policy.actor_target.state_dict()
-    played: list[bool] = []
+    played: list[str] = []
 
     def success(model: Any, env_id: str, seed: int) -> float:
         actor = model.model.policy.actor.state_dict()
