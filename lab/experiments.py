@@ -188,10 +188,10 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # mean age of 5,000 actor steps: 125k env steps of the FetchSlide entry). Training is unchanged, so a
     # seed's run trains as the entry's, and its checkpoints hold both the actor and the average.
     "actor-average-0.0002": ("policy_kwargs.actor_average:0.0002",),
-    # The same with the target actor's horizon on the FetchSlide entry (a mean age of 400 actor steps, 10k env
-    # steps), moved after every actor step instead of once per cycle.
+    # The same with the target actor's horizon (a mean age of 400 actor steps: 10k env steps of the FetchSlide
+    # and FetchPush entries), moved after every actor step instead of once per cycle: FetchPush's entry since.
     "actor-average-0.0025": ("policy_kwargs.actor_average:0.0025",),
-    # Greedy actions from the actor itself: the FetchSlide entry before it took the average.
+    # Greedy actions from the actor itself: the FetchPush and FetchSlide entries before they took an average.
     "no-actor-average": ("policy_kwargs.actor_average:0",),
     # LayerNorm after every hidden layer of the actor and the critic (mrl's networks; her_wrap.sb3.policies).
     "layer-norm": ("policy_kwargs.layer_norm:true",),
@@ -373,10 +373,20 @@ def entry_differences(first: dict[str, Any], second: dict[str, Any], workers: in
     A run's entry names no ``workers`` when neither its entry nor ``-params`` set them (a run of one
     process) or when ``her-wrap train`` did not record them yet (the first ``--workers`` runs); such an
     entry counts as naming the ``workers`` its run trained on, so on one process no ``workers`` and
-    ``workers: 1`` are the same.
+    ``workers: 1`` are the same. Likewise ``policy_kwargs`` with ``actor_average: 0`` keep no average, as
+    those of runs recorded before the key existed, which name none.
     """
-    first, second = ({"workers": workers, **entry} for entry in (first, second))
+    first, second = ({"workers": workers, **_without_unkept_average(entry)} for entry in (first, second))
     return sorted(key for key in {*first, *second} if first.get(key) != second.get(key))
+
+
+def _without_unkept_average(entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` without ``policy_kwargs.actor_average`` when it is 0 (no average kept)."""
+    policy_kwargs = entry.get("policy_kwargs")
+    if not isinstance(policy_kwargs, dict) or policy_kwargs.get("actor_average", 1) != 0:
+        return entry
+    kept = {key: value for key, value in policy_kwargs.items() if key != "actor_average"}
+    return {**entry, "policy_kwargs": kept}
 
 
 def check_shipped_entry(

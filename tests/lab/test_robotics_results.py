@@ -199,7 +199,11 @@ def test_fetch_push_and_slide_entries_alone_have_layer_norm_and_a_variant_gives_
         task.env_id: load_run_config(default_config_path(), task.env_id).learner_kwargs["policy_kwargs"]
         for task in experiments.ENTRY_TASKS.values()
     }
-    assert policy_kwargs.pop("FetchPush-v4") == {"net_arch": [256, 256], "layer_norm": True}
+    assert policy_kwargs.pop("FetchPush-v4") == {
+        "net_arch": [256, 256],
+        "layer_norm": True,
+        "actor_average": 0.0025,
+    }
     assert policy_kwargs.pop("FetchSlide-v4") == {
         "net_arch": [256, 256, 256],
         "layer_norm": True,
@@ -233,6 +237,35 @@ def test_fetch_slide_alone_mixes_desired_goals_and_plays_the_actor_average_and_v
     )
     assert greedy_actor.learner_kwargs["policy_kwargs"]["actor_average"] == 0
     assert experiments.entry_differences(shipped.to_entry(), greedy_actor.to_entry()) == ["policy_kwargs"]
+
+
+@pytest.mark.parametrize(("env_id", "rate"), [("FetchPush-v4", 0.0025), ("FetchSlide-v4", 0.0002)])
+def test_fetch_push_and_slide_play_an_actor_average_and_no_actor_average_gives_the_actor(
+    env_id: str, rate: float
+) -> None:
+    """FetchPush's average has the target actor's horizon, FetchSlide's a slow one; ``no-actor-average``
+    changes that one key (training is the same either way)."""
+    shipped = load_run_config(default_config_path(), env_id)
+    assert shipped.learner_kwargs["policy_kwargs"]["actor_average"] == rate
+    promoted = load_run_config(
+        default_config_path(), env_id, overrides=experiments.VARIANTS["actor-average-0.0025"]
+    )
+    assert (promoted.to_entry() == shipped.to_entry()) is (env_id == "FetchPush-v4")
+    actor = load_run_config(default_config_path(), env_id, overrides=experiments.VARIANTS["no-actor-average"])
+    assert actor.learner_kwargs["policy_kwargs"] == {
+        **shipped.learner_kwargs["policy_kwargs"],
+        "actor_average": 0,
+    }
+    assert experiments.entry_differences(shipped.to_entry(), actor.to_entry()) == ["policy_kwargs"]
+
+
+def test_an_actor_average_of_0_is_the_same_entry_as_none_and_any_other_rate_is_not() -> None:
+    """Rows recorded before ``actor_average`` existed name none; ``no-actor-average`` spells it 0."""
+    recorded = {"model_class": "ddpg", "policy_kwargs": {"net_arch": [256, 256], "layer_norm": True}}
+    for rate, differences in ((0, []), (0.0, []), (0.0025, ["policy_kwargs"])):
+        spelled = {**recorded, "policy_kwargs": {**recorded["policy_kwargs"], "actor_average": rate}}
+        assert experiments.entry_differences(spelled, recorded) == differences
+        assert experiments.entry_differences(recorded, spelled) == differences
 
 
 def test_an_unknown_variant_is_refused_listing_the_known_ones() -> None:
@@ -625,21 +658,23 @@ def test_the_one_process_variant_takes_a_run_of_fetch_pushs_entry_before_it_took
     tmp_path: pathlib.Path,
 ) -> None:
     """A run of FetchPush's one-process entry recorded no ``workers``; named from the entry as it now is,
-    ``batch-1024+n-steps-1+net-3x256+one-process+budget-600k``, it is that row's command, and only that
-    row's (``one-process`` sets the batch of 2048 after ``batch-1024``)."""
-    variant = "batch-1024+n-steps-1+net-3x256+one-process+budget-600k"
+    ``no-actor-average+batch-1024+n-steps-1+net-3x256+one-process+budget-600k``, it is that row's command,
+    and only that row's (``one-process`` sets the batch of 2048 after ``batch-1024``)."""
+    variant = "no-actor-average+batch-1024+n-steps-1+net-3x256+one-process+budget-600k"
     record = results.load_results(RESULTS_FILE)[f"{TWO_WORKERS}+{variant}/0"]
     assert "workers" not in record["settings"] and record["workers"] == 1 and record["steps"] == 600_000
     task = experiments.ENTRY_TASKS[TWO_WORKERS]
     row = task.with_variant(variant)
     overrides = experiments.variant_overrides(variant)
     assert (row.workers, row.steps) == (1, 600_000) and overrides == tuple(record["overrides"])
-    assert command_entry(row, overrides) == {**record["settings"], "workers": 1}
+    # The row ran before the entry named actor_average: no key, as actor_average 0 keeps no average.
+    assert "actor_average" not in record["settings"]["policy_kwargs"]
+    assert experiments.entry_differences(command_entry(row, overrides), record["settings"]) == []
     run_dir = command_run(tmp_path, row, record["settings"])
     experiments.check_shipped_entry(row, run_dir, overrides)
     for other in (
-        "batch-1024+n-steps-1+one-process+budget-600k",
-        "batch-1024+n-steps-1+net-3x256+budget-600k",
+        "no-actor-average+batch-1024+n-steps-1+one-process+budget-600k",
+        "no-actor-average+batch-1024+n-steps-1+net-3x256+budget-600k",
     ):
         with pytest.raises(UsageError, match="pass the --variant it ran"):
             experiments.check_shipped_entry(

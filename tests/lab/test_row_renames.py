@@ -263,22 +263,24 @@ def _without_plain_layer_norm(settings: dict[str, Any]) -> dict[str, Any]:
     "key",
     [
         "fetch-push-ddpg/0",
-        "fetch-push-ddpg+budget-400k/4",
-        f"fetch-push-ddpg+{PREVIOUS}/3",
-        "fetch-push-ddpg+batch-1024+n-steps-1+budget-400k/1",
-        "fetch-push-ddpg+batch-1024+n-steps-1+net-3x256+one-process+budget-600k/3",
-        "fetch-push-ddpg+batch-1024+n-steps-1+net-3x256+budget-600k/2",
-        "fetch-push-ddpg+batch-1024+net-3x256+one-process+budget-300k/1",
-        "fetch-push-ddpg+batch-1024+net-3x256+budget-300k/0",
-        "fetch-push-ddpg+batch-1024+n-steps-1+net-3x256+one-process+no-layer-norm+budget-600k/4",
-        "fetch-push-ddpg+batch-1024+n-steps-1+net-3x256+one-process+no-layer-norm+no-movement+workers-2+budget-600k/0",
-        "fetch-push-ddpg+batch-1024+n-steps-1+net-3x256+one-process+no-layer-norm+no-movement+workers-2-paper+budget-600k/0",
-        "fetch-push-ddpg+batch-1024+n-steps-1+net-3x256+one-process+no-layer-norm+no-movement+updates-40+budget-600k/0",
+        "fetch-push-ddpg+no-actor-average/4",
+        "fetch-push-ddpg+no-actor-average+budget-400k/4",
+        f"fetch-push-ddpg+no-actor-average+{PREVIOUS}/3",
+        "fetch-push-ddpg+no-actor-average+batch-1024+n-steps-1+budget-400k/1",
+        "fetch-push-ddpg+no-actor-average+batch-1024+n-steps-1+net-3x256+one-process+budget-600k/3",
+        "fetch-push-ddpg+no-actor-average+batch-1024+n-steps-1+net-3x256+budget-600k/2",
+        "fetch-push-ddpg+no-actor-average+batch-1024+net-3x256+one-process+budget-300k/1",
+        "fetch-push-ddpg+no-actor-average+batch-1024+net-3x256+budget-300k/0",
+        "fetch-push-ddpg+no-actor-average+batch-1024+n-steps-1+net-3x256+one-process+no-layer-norm+budget-600k/4",
+        "fetch-push-ddpg+no-actor-average+batch-1024+n-steps-1+net-3x256+one-process+no-layer-norm+no-movement+workers-2+budget-600k/0",
+        "fetch-push-ddpg+no-actor-average+batch-1024+n-steps-1+net-3x256+one-process+no-layer-norm+no-movement+workers-2-paper+budget-600k/0",
+        "fetch-push-ddpg+no-actor-average+batch-1024+n-steps-1+net-3x256+one-process+no-layer-norm+no-movement+updates-40+budget-600k/0",
     ],
 )
 def test_a_recorded_fetch_push_rows_name_gives_the_settings_and_workers_it_ran(key: str) -> None:
     """The rows of docs/robotics_results.json, renamed for each entry FetchPush took (two workers, then 512
-    rows per worker): each name's command on the entry as it now is trains what the row recorded."""
+    rows per worker, then the actor average): each name's command on the entry as it now is trains what
+    the row recorded."""
     record = load_results(ROOT / "docs" / "robotics_results.json")[key]
     variant = record["variant"]
     assert key == f"fetch-push-ddpg{'+' + variant if variant else ''}/{record['seed']}"
