@@ -115,11 +115,13 @@ FETCH_REACH_DDPG: dict[str, Any] = preset(
 PANDA_REACH_SAC: dict[str, Any] = preset("PandaReach-v3")
 
 #: The changes that make FetchPush-v4's entry, tuned for two worker processes, the manipulation recipe of
-#: one process (FetchPush's entry before it took two workers): three hidden layers of 256, one-step
-#: returns, each update's 2048 rows and each cycle's 500 env steps in the one process.
+#: one process (FetchPush's entry before it took two workers): three hidden layers of 256, greedy actions
+#: from the actor itself, one-step returns, each update's 2048 rows and each cycle's 500 env steps in the
+#: one process.
 MANIPULATION_DDPG_CHANGES: tuple[str, ...] = (
     "her.n_steps:1",
     "policy_kwargs.net_arch:[256, 256, 256]",
+    "policy_kwargs.actor_average:0",
     "batch_size:2048",
     "learning_starts:1000",
     "train_freq:[250, step]",

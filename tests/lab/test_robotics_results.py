@@ -430,7 +430,7 @@ def test_the_one_process_preset_is_the_labs_former_fetch_push_entry() -> None:
     # one-process entry of 3 x 256 (rows, scripts/measure_scaling.py) must configure the same run.
     from her_wrap.runs import presets
 
-    former = "n-steps-1+net-3x256+one-process"
+    former = "no-actor-average+n-steps-1+net-3x256+one-process"
     assert experiments.variant_workers(former) == 1
     configs = [
         load_run_config(default_config_path(), "FetchPush-v4", overrides=overrides)

@@ -79,7 +79,9 @@ def test_the_manipulation_preset_is_the_one_process_recipe_of_the_fetch_push_ent
     preset = presets.MANIPULATION_DDPG
     assert (preset["batch_size"], preset["learning_starts"]) == (2048, 1000)
     assert preset["train_freq"] == (250, "step")
-    assert preset["policy_kwargs"] == {"net_arch": [256, 256, 256], "layer_norm": True}
+    # greedy actions from the actor, as the one-process entry played them (FetchPush's two workers: an average)
+    assert preset["policy_kwargs"] == {"net_arch": [256, 256, 256], "layer_norm": True, "actor_average": 0}
+    assert shipped.learner_kwargs["policy_kwargs"]["actor_average"] > 0
     assert "n_steps" not in preset and preset["n_sampled_goal"] == 8  # one-step returns, FetchPush's goals
 
 

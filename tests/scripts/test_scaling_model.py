@@ -97,7 +97,12 @@ def test_every_throughput_run_keeps_the_entrys_env_steps_rows_and_random_steps_p
     # equal to the entry's (env steps, rows and random steps per gradient step).
     # Every run trains the one-process FetchPush entry the scaling model measured, the variant's changes after.
     measured = measure_scaling.measured_entry_overrides()
-    assert measured == (*VARIANTS["n-steps-1"], *VARIANTS["net-3x256"], *VARIANTS["one-process"])
+    assert measured == (
+        *VARIANTS["no-actor-average"],
+        *VARIANTS["n-steps-1"],
+        *VARIANTS["net-3x256"],
+        *VARIANTS["one-process"],
+    )
     (_, extra, workers), *split = measure_scaling.throughput_runs()
     assert workers == 1 and tuple(extra[extra.index("-params") + 1 :]) == measured
     ran = [(workers, tuple(extra[extra.index("-params") + 1 :])) for _, extra, workers in split]
