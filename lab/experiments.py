@@ -384,7 +384,7 @@ def entry_differences(first: dict[str, Any], second: dict[str, Any], workers: in
 def _without_unkept_average(entry: dict[str, Any]) -> dict[str, Any]:
     """``entry`` without ``policy_kwargs.actor_average`` when it is 0 (no average kept)."""
     policy_kwargs = entry.get("policy_kwargs")
-    if not isinstance(policy_kwargs, dict) or policy_kwargs.get("actor_average", 1) != 0:
+    if not isinstance(policy_kwargs, dict) or policy_kwargs.get("actor_average") != 0:
         return entry
     kept = {key: value for key, value in policy_kwargs.items() if key != "actor_average"}
     return {**entry, "policy_kwargs": kept}
