@@ -22,6 +22,15 @@ swings from one evaluation to the next as its weights move; the average smooths 
 average is saved and loaded with the policy, and every worker of a multi-worker run keeps the same one.
 At ``RATE`` equal to the learner's ``tau`` it is the target actor, weight for weight (the target moves by
 ``tau`` after each step of the actor too), so greedy actions then come from the target actor.
+
+``policy_kwargs=dict(hidden_dtype="bfloat16")`` (with or without LayerNorm) runs the hidden layers of the
+actor and the critics under ``torch.autocast`` in bfloat16: their matrix products (forward and backward)
+take bfloat16 inputs and their activations are stored in bfloat16, while the output layer, the weights,
+the gradients and Adam stay in float32. On a CPU with bfloat16 dot products (``avx512_bf16`` or AMX in
+``/proc/cpuinfo``) a 256-wide matrix product runs about twice as fast, so an update of the manipulation
+networks takes about a quarter less time; on a CPU without them bfloat16 is emulated and slower. The
+rounding (8 bits of mantissa) changes every run's numbers, so a recipe measured in float32 is a new
+recipe in bfloat16.
 """
 
 from __future__ import annotations
@@ -44,8 +53,17 @@ LAYER_NORM_KEY = "layer_norm"
 #: The key of ``policy_kwargs`` that asks for a running average of the actor for greedy actions.
 ACTOR_AVERAGE_KEY = "actor_average"
 
+#: The key of ``policy_kwargs`` that sets the dtype of the hidden layers' matrix products.
+HIDDEN_DTYPE_KEY = "hidden_dtype"
+
+#: ``hidden_dtype`` values -> the autocast dtype (``None``: no autocast).
+HIDDEN_DTYPES: dict[str, th.dtype | None] = {"float32": None, "bfloat16": th.bfloat16}
+
 #: The keys of ``policy_kwargs`` that make a DDPG / TD3 learner take :class:`LayerNormPolicy`.
-POLICY_KEYS = (LAYER_NORM_KEY, ACTOR_AVERAGE_KEY)
+POLICY_KEYS = (LAYER_NORM_KEY, ACTOR_AVERAGE_KEY, HIDDEN_DTYPE_KEY)
+
+#: The keys that, without ``layer_norm``, keep SB3's networks (:func:`with_policy_defaults`).
+_NETWORK_KEEPING_KEYS = (ACTOR_AVERAGE_KEY, HIDDEN_DTYPE_KEY)
 
 
 def checked_actor_average(rate: Any) -> float:
@@ -59,6 +77,45 @@ def checked_actor_average(rate: Any) -> float:
             f"the average after each of its steps (e.g. 0.0002), or 0 for none; got {rate!r}."
         )
     return float(rate)
+
+
+def checked_hidden_dtype(name: Any) -> str:
+    """``name`` when it is a valid ``hidden_dtype``.
+
+    :raises ValueError: for anything but one of :data:`HIDDEN_DTYPES`
+    """
+    if not isinstance(name, str) or name not in HIDDEN_DTYPES:
+        raise ValueError(
+            f"policy_kwargs {HIDDEN_DTYPE_KEY}= must be one of {', '.join(map(repr, HIDDEN_DTYPES))} (the "
+            f"dtype of the hidden layers' matrix products); got {name!r}."
+        )
+    return name
+
+
+class AutocastHiddenNetwork(nn.Sequential):
+    """A ``Sequential`` whose layers before the last ``Linear`` run under ``torch.autocast(dtype)``; the
+    output layer (and a ``Tanh`` after it) runs in float32 on the hidden features cast back to float32.
+
+    The layers, and so the parameter names of a state dict, are those of the ``Sequential`` it replaces.
+    """
+
+    def __init__(self, network: nn.Sequential, dtype: th.dtype) -> None:
+        super().__init__(*network)
+        linear = [index for index, layer in enumerate(self) if isinstance(layer, nn.Linear)]
+        if not linear:
+            raise ValueError("a network with a lower-precision hidden part needs a Linear output layer")
+        self.output_start = linear[-1]
+        self.dtype = dtype
+
+    def forward(self, features: th.Tensor) -> th.Tensor:
+        layers = list(self)
+        with th.autocast(features.device.type, dtype=self.dtype):
+            for layer in layers[: self.output_start]:
+                features = layer(features)
+        features = features.float()
+        for layer in layers[self.output_start :]:
+            features = layer(features)
+        return features
 
 
 def layer_norm_network(
@@ -117,16 +174,24 @@ class LayerNormPolicy(TD3Policy):
     :param layer_norm: put LayerNorm after every hidden layer (``False``: exactly SB3's networks)
     :param actor_average: weight of the actor in :attr:`actor_average` after each step of the actor's
         optimizer; 0 (the default) keeps no average, and greedy actions come from the actor
+    :param hidden_dtype: ``"float32"`` (the default) or ``"bfloat16"``: the dtype of the hidden layers'
+        matrix products in the actor and the critics (see the module's note)
     :param args: and ``kwargs``: those of SB3's ``TD3Policy``
-    :raises ValueError: for an ``actor_average`` outside [0, 1)
+    :raises ValueError: for an ``actor_average`` outside [0, 1) or an unknown ``hidden_dtype``
     """
 
     def __init__(
-        self, *args: Any, layer_norm: bool = True, actor_average: float = 0.0, **kwargs: Any
+        self,
+        *args: Any,
+        layer_norm: bool = True,
+        actor_average: float = 0.0,
+        hidden_dtype: str = "float32",
+        **kwargs: Any,
     ) -> None:
         # Read by make_actor / make_critic and _build, which TD3Policy.__init__ calls.
         self.layer_norm = bool(layer_norm)
         self.actor_average_rate = checked_actor_average(actor_average)
+        self.hidden_dtype = checked_hidden_dtype(hidden_dtype)
         self.actor_average: Actor | None = None
         super().__init__(*args, **kwargs)
 
@@ -153,20 +218,33 @@ class LayerNormPolicy(TD3Policy):
 
     def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> Actor:
         if not self.layer_norm:
-            return super().make_actor(features_extractor)
-        actor_kwargs = self._update_features_extractor(self.actor_kwargs, features_extractor)
-        return LayerNormActor(**actor_kwargs).to(self.device)
+            actor = super().make_actor(features_extractor)
+        else:
+            actor_kwargs = self._update_features_extractor(self.actor_kwargs, features_extractor)
+            actor = LayerNormActor(**actor_kwargs).to(self.device)
+        dtype = HIDDEN_DTYPES[self.hidden_dtype]
+        if dtype is not None:
+            actor.mu = AutocastHiddenNetwork(actor.mu, dtype)
+        return actor
 
     def make_critic(self, features_extractor: BaseFeaturesExtractor | None = None) -> ContinuousCritic:
         if not self.layer_norm:
-            return super().make_critic(features_extractor)
-        critic_kwargs = self._update_features_extractor(self.critic_kwargs, features_extractor)
-        return LayerNormContinuousCritic(**critic_kwargs).to(self.device)
+            critic = super().make_critic(features_extractor)
+        else:
+            critic_kwargs = self._update_features_extractor(self.critic_kwargs, features_extractor)
+            critic = LayerNormContinuousCritic(**critic_kwargs).to(self.device)
+        dtype = HIDDEN_DTYPES[self.hidden_dtype]
+        if dtype is not None:
+            critic.q_networks = [AutocastHiddenNetwork(q_net, dtype) for q_net in critic.q_networks]
+            for index, q_net in enumerate(critic.q_networks):
+                critic.add_module(f"qf{index}", q_net)  # replaces the float32 network of the same name
+        return critic
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
         data[LAYER_NORM_KEY] = self.layer_norm
         data[ACTOR_AVERAGE_KEY] = self.actor_average_rate
+        data[HIDDEN_DTYPE_KEY] = self.hidden_dtype
         return data
 
 
@@ -209,15 +287,16 @@ def resolve_layer_norm_policy(policy: str | type, learner: type, policy_kwargs: 
     from her_wrap.sb3.jax_learners import is_jax_learner
 
     if is_jax_learner(learner):
-        if ACTOR_AVERAGE_KEY in keys:
-            raise ValueError(
-                f"policy_kwargs {ACTOR_AVERAGE_KEY}= applies to SB3's DDPG and TD3; {learner.__name__} (SBX) "
-                f"takes no {ACTOR_AVERAGE_KEY}: remove it, or train torch's ddpg / td3."
-            )
+        for torch_only in _NETWORK_KEEPING_KEYS:
+            if torch_only in keys:
+                raise ValueError(
+                    f"policy_kwargs {torch_only}= applies to SB3's DDPG and TD3; {learner.__name__} (SBX) "
+                    f"takes no {torch_only}: remove it, or train torch's ddpg / td3."
+                )
         return policy  # SBX's policies take layer_norm themselves
 
-    # The average first: with it alone, HER adds layer_norm=False (with_policy_defaults).
-    key = ACTOR_AVERAGE_KEY if ACTOR_AVERAGE_KEY in keys else LAYER_NORM_KEY
+    # The other keys first: with them alone, HER adds layer_norm=False (with_policy_defaults).
+    key = next((key for key in _NETWORK_KEEPING_KEYS if key in keys), LAYER_NORM_KEY)
     if not issubclass(learner, TD3):  # DDPG is a TD3
         if key == LAYER_NORM_KEY:
             applies, fix = (
@@ -246,12 +325,14 @@ def resolve_layer_norm_policy(policy: str | type, learner: type, policy_kwargs: 
 
 
 def with_policy_defaults(policy_kwargs: Any) -> Any:
-    """``policy_kwargs`` with ``layer_norm=False`` added when it asks for ``actor_average`` alone.
+    """``policy_kwargs`` with ``layer_norm=False`` added when it asks for ``actor_average`` or
+    ``hidden_dtype`` without ``layer_norm``.
 
     :class:`LayerNormPolicy` puts LayerNorm in by default (its name says so); a learner that asks only for
-    the average keeps SB3's networks. Anything else comes back as it is; a dict is copied, not changed.
+    the average or a hidden dtype keeps SB3's networks. Anything else comes back as it is; a dict is
+    copied, not changed.
     """
-    if isinstance(policy_kwargs, dict) and ACTOR_AVERAGE_KEY in policy_kwargs:
+    if isinstance(policy_kwargs, dict) and any(key in policy_kwargs for key in _NETWORK_KEEPING_KEYS):
         return {LAYER_NORM_KEY: False, **policy_kwargs}
     return policy_kwargs
 
@@ -269,6 +350,8 @@ def greedy_actor(policy: TD3Policy) -> Actor:
 
 __all__ = [
     "ACTOR_AVERAGE_KEY",
+    "HIDDEN_DTYPE_KEY",
+    "AutocastHiddenNetwork",
     "LayerNormActor",
     "LayerNormContinuousCritic",
     "LayerNormMultiInputPolicy",
