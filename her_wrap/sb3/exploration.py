@@ -46,7 +46,7 @@ from stable_baselines3.common.torch_layers import CombinedExtractor, FlattenExtr
 from stable_baselines3.td3.policies import Actor, TD3Policy
 from torch.nn.modules import module as torch_module
 
-from her_wrap.sb3.policies import LayerNormPolicy
+from her_wrap.sb3.policies import AUTOCAST_MIN_ROWS, AutocastHiddenNetwork, LayerNormPolicy
 from her_wrap.sb3.update_options import UpdateOptions
 
 #: The activations the lean forward applies in place, by module class.
@@ -70,12 +70,16 @@ class ActorPlan:
     :param layers: the network's ``Linear`` layers, each with the activation that follows it
     :param hooks: the forward hook registries of every module of the actor, then torch's global ones: a
         hook registered later lands in one of them
+    :param float32_below: for a network with lower-precision hidden layers
+        (:class:`~her_wrap.sb3.policies.AutocastHiddenNetwork`), the batch size from which it autocasts: the
+        lean forward (float32) covers smaller batches only; None for a float32 network
     """
 
     keys: tuple[str, ...] | None
     shapes: tuple[tuple[int, ...], ...]
     layers: tuple[_Layer, ...]
     hooks: tuple[Mapping[Any, Any], ...]
+    float32_below: int | None = None
 
     def hooked(self) -> bool:
         """Whether a forward hook is registered on one of the actor's modules, or on every module."""
@@ -109,9 +113,11 @@ def _flattens_rows(module: th.nn.Module) -> bool:
 def _layers(network: th.nn.Module) -> tuple[_Layer, ...] | None:
     """The ``Linear`` layers of a ``Sequential`` of ``Linear``, LayerNorm and ReLU / Tanh modules, or None.
 
-    Each ``Linear`` may be followed by one ``LayerNorm``, then by one activation, in that order.
+    Each ``Linear`` may be followed by one ``LayerNorm``, then by one activation, in that order. An
+    :class:`~her_wrap.sb3.policies.AutocastHiddenNetwork` is read as the ``Sequential`` it runs for small
+    batches.
     """
-    if type(network) is not th.nn.Sequential:
+    if type(network) not in (th.nn.Sequential, AutocastHiddenNetwork):
         return None
     layers: list[_Layer] = []
     for module in network:
@@ -204,7 +210,8 @@ def _make_plan(policy: Any) -> ActorPlan | None:
         shapes = tuple(tuple(space[key].shape or ()) for key in keys)
     else:
         return None
-    return ActorPlan(keys, shapes, layers, _hook_registries(actor))
+    float32_below = AUTOCAST_MIN_ROWS if type(actor.mu) is AutocastHiddenNetwork else None
+    return ActorPlan(keys, shapes, layers, _hook_registries(actor), float32_below)
 
 
 def _rows(value: Any, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -237,6 +244,8 @@ def exploration_actions(policy: Any, observation: np.ndarray | Mapping[str, np.n
         parts = [_rows(observation[key], shape) for key, shape in zip(plan.keys, plan.shapes, strict=True)]
     if any(part is None for part in parts) or len({part.shape[0] for part in parts}) != 1:  # type: ignore[union-attr]
         return None
+    if plan.float32_below is not None and parts[0].shape[0] >= plan.float32_below:  # type: ignore[union-attr]
+        return None  # the network autocasts a batch this large
     # float32 as SB3's preprocessing casts it (one rounding from float64, the same in numpy and torch).
     rows = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)  # type: ignore[arg-type]
     features = th.from_numpy(np.ascontiguousarray(rows, dtype=np.float32))

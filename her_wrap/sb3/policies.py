@@ -92,9 +92,16 @@ def checked_hidden_dtype(name: Any) -> str:
     return name
 
 
+#: Batches of fewer rows run a :class:`AutocastHiddenNetwork` in float32: for an env's action or two, the
+#: casts to bfloat16 cost more than its products save (0.4 against 0.3 ms per action on FetchPush's actor).
+AUTOCAST_MIN_ROWS = 64
+
+
 class AutocastHiddenNetwork(nn.Sequential):
     """A ``Sequential`` whose layers before the last ``Linear`` run under ``torch.autocast(dtype)``; the
     output layer (and a ``Tanh`` after it) runs in float32 on the hidden features cast back to float32.
+    Batches of fewer than :data:`AUTOCAST_MIN_ROWS` rows (exploration and greedy actions) run every layer
+    in float32.
 
     The layers, and so the parameter names of a state dict, are those of the ``Sequential`` it replaces.
     """
@@ -108,6 +115,8 @@ class AutocastHiddenNetwork(nn.Sequential):
         self.dtype = dtype
 
     def forward(self, features: th.Tensor) -> th.Tensor:
+        if features.shape[0] < AUTOCAST_MIN_ROWS:
+            return super().forward(features)
         layers = list(self)
         with th.autocast(features.device.type, dtype=self.dtype):
             for layer in layers[: self.output_start]:

@@ -70,6 +70,16 @@ MANIPULATION = Recipe(
     0.04,
 )
 
+#: One worker of FetchPush's entry: 20 updates of 512 rows per 250 of its env steps.
+FETCH_PUSH = Recipe(
+    "FetchPush entry worker DDPG (2 x 256, LayerNorm, batch 512, 20 updates per 250 steps)",
+    "ddpg",
+    512,
+    [256, 256],
+    0.08,
+    {"policy_kwargs": {"layer_norm": True}},
+)
+
 RECIPES = [
     Recipe(
         "zoo TQC (3 x 512, 2 critics, batch 2048, 1 update per step)",
@@ -92,6 +102,12 @@ RECIPES = [
         extra={"policy_kwargs": {"layer_norm": True}},
     ),
     Recipe("FetchReach SAC preset (2 x 256, batch 256, 1 update per step)", "sac", 256, [256, 256], 1.0),
+    FETCH_PUSH,
+    replace(
+        FETCH_PUSH,
+        name=FETCH_PUSH.name.replace("LayerNorm", "LayerNorm, bfloat16 hidden layers"),
+        extra={"policy_kwargs": {"layer_norm": True, "hidden_dtype": "bfloat16"}},
+    ),
 ]
 
 

@@ -124,6 +124,22 @@ def test_lean_forward_follows_layer_norm_networks_bit_for_bit(policy):
     np.testing.assert_array_equal(lean, learner_policy.predict(observation, deterministic=False)[0])
 
 
+def test_lean_forward_covers_bfloat16_networks_below_their_autocast_batch():
+    from her_wrap.sb3.policies import AUTOCAST_MIN_ROWS
+
+    model = train_model(DDPG, layer_norm=True, hidden_dtype="bfloat16")
+    learner_policy = model.model.policy
+    plan = actor_plan(learner_policy)
+    assert plan is not None and plan.float32_below == AUTOCAST_MIN_ROWS
+    small = random_observation(model, 3)  # float32, as the network runs a batch this small
+    np.testing.assert_array_equal(
+        exploration_actions(learner_policy, small), learner_policy.predict(small, deterministic=False)[0]
+    )
+    assert exploration_actions(learner_policy, random_observation(model, AUTOCAST_MIN_ROWS)) is None
+    float32_plan = actor_plan(trained(DDPG, "MultiInputPolicy").model.policy)
+    assert float32_plan is not None and float32_plan.float32_below is None
+
+
 def test_a_layer_norm_out_of_place_is_left_to_sb3():
     model = train_model(DDPG, layer_norm=True)
     policy = model.model.policy
