@@ -126,7 +126,10 @@ def test_the_key_alone_keeps_sb3s_networks():
     assert type(policy) is LayerNormMultiInputPolicy and policy.layer_norm is False
     assert not any(isinstance(module, th.nn.LayerNorm) for module in policy.modules())
     assert_same_state(make_her().model.policy.actor.state_dict(), policy.actor.state_dict())
-    assert with_policy_defaults({"hidden_dtype": "bfloat16"}) == {"layer_norm": False, "hidden_dtype": "bfloat16"}
+    assert with_policy_defaults({"hidden_dtype": "bfloat16"}) == {
+        "layer_norm": False,
+        "hidden_dtype": "bfloat16",
+    }
 
 
 def test_a_bfloat16_agent_saves_and_loads_with_its_dtype(tmp_path):
@@ -158,6 +161,11 @@ def test_a_config_asks_for_bfloat16_through_policy_kwargs():
 def test_an_unknown_hidden_dtype_names_the_choices(name):
     with pytest.raises(ValueError, match=r"hidden_dtype= must be one of 'float32', 'bfloat16'.*got"):
         make_her(hidden_dtype=name)
+
+
+def test_a_network_without_a_linear_output_layer_is_refused():
+    with pytest.raises(ValueError, match="needs a Linear output layer"):
+        AutocastHiddenNetwork(th.nn.Sequential(th.nn.ReLU()), th.bfloat16)
 
 
 def test_a_hidden_dtype_where_it_cannot_apply_names_the_fix():
