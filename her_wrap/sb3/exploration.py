@@ -117,7 +117,10 @@ def _layers(network: th.nn.Module) -> tuple[_Layer, ...] | None:
     :class:`~her_wrap.sb3.policies.AutocastHiddenNetwork` is read as the ``Sequential`` it runs for small
     batches.
     """
-    if type(network) not in (th.nn.Sequential, AutocastHiddenNetwork):
+    if not isinstance(network, th.nn.Sequential) or type(network) not in (
+        th.nn.Sequential,
+        AutocastHiddenNetwork,
+    ):
         return None
     layers: list[_Layer] = []
     for module in network:

@@ -107,7 +107,9 @@ class AutocastHiddenNetwork(nn.Sequential):
     The layers, and so the parameter names of a state dict, are those of the ``Sequential`` it replaces.
     """
 
-    def __init__(self, network: nn.Sequential, dtype: th.dtype) -> None:
+    def __init__(self, network: nn.Module, dtype: th.dtype) -> None:
+        if not isinstance(network, nn.Sequential):
+            raise TypeError(f"AutocastHiddenNetwork wraps an nn.Sequential, got {type(network).__name__}")
         super().__init__(*network)
         linear = [index for index, layer in enumerate(self) if isinstance(layer, nn.Linear)]
         if not linear:

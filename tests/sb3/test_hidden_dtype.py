@@ -166,6 +166,8 @@ def test_an_unknown_hidden_dtype_names_the_choices(name):
 def test_a_network_without_a_linear_output_layer_is_refused():
     with pytest.raises(ValueError, match="needs a Linear output layer"):
         AutocastHiddenNetwork(th.nn.Sequential(th.nn.ReLU()), th.bfloat16)
+    with pytest.raises(TypeError, match=r"wraps an nn\.Sequential, got Linear"):
+        AutocastHiddenNetwork(th.nn.Linear(2, 2), th.bfloat16)
 
 
 def test_a_hidden_dtype_where_it_cannot_apply_names_the_fix():
