@@ -11,8 +11,9 @@ import torch as th
 from core_trajectories import assert_same_state
 from stable_baselines3 import DDPG, SAC, TD3
 from stable_baselines3.common.env_util import make_vec_env
+from test_layer_norm_policy import batch_observation, bit_env, make_her
 
-from her_wrap import HER, BitFlippingEnv
+from her_wrap import HER
 from her_wrap.runs.arguments import default_config_path
 from her_wrap.runs.config import load_run_config
 from her_wrap.runs.model_factory import build_agent
@@ -22,28 +23,6 @@ from her_wrap.sb3.policies import (
     LayerNormMultiInputPolicy,
     with_policy_defaults,
 )
-
-NET_ARCH = [16, 8]
-
-
-def bit_env() -> BitFlippingEnv:
-    return BitFlippingEnv(n_bits=4, continuous=True, max_steps=4)
-
-
-def make_her(model_class: Any = DDPG, **policy_kwargs: Any) -> HER:
-    return HER(
-        "MultiInputPolicy",
-        bit_env(),
-        model_class,
-        seed=3,
-        learning_starts=20,
-        batch_size=8,
-        policy_kwargs={"net_arch": NET_ARCH, **policy_kwargs},
-    )
-
-
-def batch_observation(n: int = 3) -> dict[str, np.ndarray]:
-    return {key: np.stack([value] * n) for key, value in bit_env().reset(seed=5)[0].items()}
 
 
 def networks(learner: Any) -> list[th.nn.Module]:
@@ -73,7 +52,7 @@ def linear_output_dtypes(network: th.nn.Module, features: th.Tensor) -> list[th.
 @pytest.mark.parametrize("model_class", [DDPG, TD3])
 @pytest.mark.parametrize("layer_norm", [True, False])
 def test_bfloat16_runs_the_hidden_layers_in_bfloat16_and_the_output_layer_in_float32(model_class, layer_norm):
-    learner = make_her(model_class, layer_norm=layer_norm, hidden_dtype="bfloat16").model
+    learner = make_her(model_class=model_class, layer_norm=layer_norm, hidden_dtype="bfloat16").model
     for network in networks(learner):
         assert type(network) is AutocastHiddenNetwork
         assert any(isinstance(layer, th.nn.LayerNorm) for layer in network) is layer_norm
@@ -172,4 +151,4 @@ def test_a_network_without_a_linear_output_layer_is_refused():
 
 def test_a_hidden_dtype_where_it_cannot_apply_names_the_fix():
     with pytest.raises(ValueError, match=r"hidden_dtype= applies to DDPG and TD3; SAC.*or train ddpg / td3"):
-        make_her(SAC, hidden_dtype="bfloat16")
+        make_her(model_class=SAC, hidden_dtype="bfloat16")
