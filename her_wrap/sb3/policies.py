@@ -115,13 +115,13 @@ class AutocastHiddenNetwork(nn.Sequential):
         if not linear:
             raise ValueError("a network with a lower-precision hidden part needs a Linear output layer")
         self.output_start = linear[-1]
-        self.dtype = dtype
+        self.autocast_dtype = dtype
 
     def forward(self, features: th.Tensor) -> th.Tensor:
         if features.shape[0] < AUTOCAST_MIN_ROWS:
             return super().forward(features)
         layers = list(self)
-        with th.autocast(features.device.type, dtype=self.dtype):
+        with th.autocast(features.device.type, dtype=self.autocast_dtype):
             for layer in layers[: self.output_start]:
                 features = layer(features)
         features = features.float()
