@@ -46,7 +46,7 @@ from stable_baselines3.common.torch_layers import CombinedExtractor, FlattenExtr
 from stable_baselines3.td3.policies import Actor, TD3Policy
 from torch.nn.modules import module as torch_module
 
-from her_wrap.sb3.policies import AUTOCAST_MIN_ROWS, AutocastHiddenNetwork, LayerNormPolicy
+from her_wrap.sb3.policies import AutocastHiddenNetwork, LayerNormPolicy
 from her_wrap.sb3.update_options import UpdateOptions
 
 #: The activations the lean forward applies in place, by module class.
@@ -213,7 +213,7 @@ def _make_plan(policy: Any) -> ActorPlan | None:
         shapes = tuple(tuple(space[key].shape or ()) for key in keys)
     else:
         return None
-    float32_below = AUTOCAST_MIN_ROWS if type(actor.mu) is AutocastHiddenNetwork else None
+    float32_below = actor.mu.float32_below if type(actor.mu) is AutocastHiddenNetwork else None
     return ActorPlan(keys, shapes, layers, _hook_registries(actor), float32_below)
 
 

@@ -116,9 +116,11 @@ class AutocastHiddenNetwork(nn.Sequential):
             raise ValueError("a network with a lower-precision hidden part needs a Linear output layer")
         self.output_start = linear[-1]
         self.autocast_dtype = dtype
+        #: Batches of fewer rows run in float32 (read by the lean exploration forward too).
+        self.float32_below = AUTOCAST_MIN_ROWS
 
     def forward(self, features: th.Tensor) -> th.Tensor:
-        if features.shape[0] < AUTOCAST_MIN_ROWS:
+        if features.shape[0] < self.float32_below:
             return super().forward(features)
         layers = list(self)
         with th.autocast(features.device.type, dtype=self.autocast_dtype):
@@ -204,6 +206,7 @@ class LayerNormPolicy(TD3Policy):
         self.layer_norm = bool(layer_norm)
         self.actor_average_rate = checked_actor_average(actor_average)
         self.hidden_dtype = checked_hidden_dtype(hidden_dtype)
+        self._autocast_dtype = HIDDEN_DTYPES[self.hidden_dtype]
         self.actor_average: Actor | None = None
         super().__init__(*args, **kwargs)
 
@@ -234,9 +237,8 @@ class LayerNormPolicy(TD3Policy):
         else:
             actor_kwargs = self._update_features_extractor(self.actor_kwargs, features_extractor)
             actor = LayerNormActor(**actor_kwargs).to(self.device)
-        dtype = HIDDEN_DTYPES[self.hidden_dtype]
-        if dtype is not None:
-            actor.mu = AutocastHiddenNetwork(actor.mu, dtype)
+        if self._autocast_dtype is not None:
+            actor.mu = AutocastHiddenNetwork(actor.mu, self._autocast_dtype)
         return actor
 
     def make_critic(self, features_extractor: BaseFeaturesExtractor | None = None) -> ContinuousCritic:
@@ -245,9 +247,10 @@ class LayerNormPolicy(TD3Policy):
         else:
             critic_kwargs = self._update_features_extractor(self.critic_kwargs, features_extractor)
             critic = LayerNormContinuousCritic(**critic_kwargs).to(self.device)
-        dtype = HIDDEN_DTYPES[self.hidden_dtype]
-        if dtype is not None:
-            critic.q_networks = [AutocastHiddenNetwork(q_net, dtype) for q_net in critic.q_networks]
+        if self._autocast_dtype is not None:
+            critic.q_networks = [
+                AutocastHiddenNetwork(q_net, self._autocast_dtype) for q_net in critic.q_networks
+            ]
             for index, q_net in enumerate(critic.q_networks):
                 critic.add_module(f"qf{index}", q_net)  # replaces the float32 network of the same name
         return critic
