@@ -383,7 +383,7 @@ def plot_curves(path: pathlib.Path, title: str, groups: list[list[dict[str, Any]
 
 
 def command_report(args: argparse.Namespace) -> None:
-    from lab.results import by_task
+    from lab.results import by_task, figure_groups
 
     groups = group_records(load_results(args.results))
     tables = {
@@ -399,7 +399,8 @@ def command_report(args: argparse.Namespace) -> None:
             title = f"HER({records[0]['learner']}) on {records[0]['env_id']}"
             plot_curves(DOCS / f"robotics_{label}.png", title, [records], minutes=False)
     for env_id, env_groups in by_task(groups).items():
-        plot_curves(DOCS / f"robotics_{env_id.split('-')[0].lower()}.png", env_id, env_groups, minutes=True)
+        path = DOCS / f"robotics_{env_id.split('-')[0].lower()}.png"
+        plot_curves(path, env_id, figure_groups(env_groups), minutes=True)
     sections = {
         RESULTS_PAGE: [(TABLE_START, TABLE_END, "reach"), (README_START, README_END, "readme")],
         RESEARCH_PAGE: [(MANIPULATION_START, MANIPULATION_END, "manipulation")],

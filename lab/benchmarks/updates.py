@@ -101,6 +101,11 @@ RECIPES = [
         name=MANIPULATION.name.replace("DDPG", "DDPG, LayerNorm"),
         extra={"policy_kwargs": {"layer_norm": True}},
     ),
+    replace(
+        MANIPULATION,
+        name=MANIPULATION.name.replace("DDPG", "DDPG, LayerNorm, bfloat16 hidden layers"),
+        extra={"policy_kwargs": {"layer_norm": True, "hidden_dtype": "bfloat16"}},
+    ),
     Recipe("FetchReach SAC preset (2 x 256, batch 256, 1 update per step)", "sac", 256, [256, 256], 1.0),
     FETCH_PUSH,
     replace(

@@ -589,6 +589,18 @@ def test_a_recipe_names_its_file_and_workers_and_only_the_her_yml_entry_is_the_s
     assert cells(row)[1] == "seed 0: **0.96** (0.9 at 40k, 2 min)"
 
 
+def test_a_task_figure_plots_the_shipped_entry_and_the_references_but_no_variant() -> None:
+    shipped = [entry_record(0, [0.6, 0.95, 0.97], 0.96), entry_record(1, [0.5, 0.9, 0.98], 0.97)]
+    variant = [{**entry_record(0, [0.1, 0.2, 0.3], 0.3), "variant": "bf16"}]
+    zoo = [{**entry_record(0, [0.0, 0.0, 0.1], 0.1), "kind": "reference", "learner": "TQC, zoo"}]
+    groups = {"fetch-push-zoo-tqc": zoo, "fetch-push-ddpg+bf16": variant, "fetch-push-ddpg": shipped}
+    env_groups = results.by_task(groups)["FetchPush-v4"]
+    assert len(env_groups) == 3
+    assert results.figure_groups(env_groups) == [shipped, zoo]
+    # A task that has only variants (no shipped entry yet) plots them all.
+    assert results.figure_groups([variant, zoo]) == [variant, zoo]
+
+
 def test_the_recorded_results_file_makes_every_table() -> None:
     groups = results.group_records(results.load_results(RESULTS_FILE))
     assert "FetchPush-v4" in results.manipulation_table(groups)
