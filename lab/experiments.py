@@ -859,6 +859,13 @@ def budget_record(
         checkpoints = [
             checkpoint_success(task, chain, budget // workers, seconds_at, greedy) for budget in budgets
         ]
+        if greedy != "agent":
+            # `her-wrap enjoy` plays the saved agent's own actor: this seed's budget command plays the same
+            # weights as here.
+            for point in checkpoints:
+                point["command"] = budget_command(
+                    task_name, [point["timesteps"]], variant, [int(record["seed"])], greedy
+                )
         final_figure = record["final_success"]
         if greedy != "agent":  # the row's own figure is the saved agent's
             final_figure = saved_agent_success(task, chain.layout.final_model_path, chain.seed, greedy)
@@ -881,11 +888,20 @@ def budget_record(
         "budgets": budgets,
         "greedy": greedy,
         "seeds": per_seed,
-        "command": f"python scripts/robotics_results.py budget {task_name} --steps {' '.join(map(str, budgets))}"
+        "command": budget_command(task_name, budgets, variant, seeds, greedy),
+    }
+
+
+def budget_command(
+    task_name: str, budgets: list[int], variant: str | None, seeds: list[int] | None, greedy: str
+) -> str:
+    """The ``scripts/robotics_results.py budget`` command line that evaluates these budgets."""
+    return (
+        f"python scripts/robotics_results.py budget {task_name} --steps {' '.join(map(str, budgets))}"
         + (f" --variant {variant}" if variant else "")
         + (f" --seeds {' '.join(map(str, seeds))}" if seeds is not None else "")
-        + (f" --greedy {greedy}" if greedy != "agent" else ""),
-    }
+        + (f" --greedy {greedy}" if greedy != "agent" else "")
+    )
 
 
 def budget_table(record: dict[str, Any]) -> str:

@@ -805,6 +805,11 @@ def test_a_budget_can_play_every_agents_target_actor_the_final_ones_too(
     assert played == ["rl_model_40000_steps.zip", "FetchSlide-v4.zip"]
     (seed,) = record["seeds"]
     assert seed["checkpoints"][0]["success"] == 0.25
+    # enjoy would play the agent's own actor: the checkpoint names the command that plays its target actor.
+    assert seed["checkpoints"][0]["command"] == (
+        f"python scripts/robotics_results.py budget {ONE_PROCESS} --steps 40000 --seeds {seed['seed']} "
+        "--greedy target-actor"
+    )
     assert seed["final"] == {
         "timesteps": 600_000,
         "success": 0.75,
