@@ -216,9 +216,7 @@ def figure_groups(env_groups: list[list[Record]]) -> list[list[Record]]:
     every group, so that its runs still show."""
     if not any(_is_shipped(records[0]) for records in env_groups):
         return env_groups
-    return [
-        records for records in env_groups if _is_shipped(records[0]) or records[0]["kind"] == "reference"
-    ]
+    return [records for records in env_groups if _is_shipped(records[0]) or records[0]["kind"] == "reference"]
 
 
 def manipulation_table(groups: Mapping[str, list[Record]]) -> str:
