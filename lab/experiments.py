@@ -765,7 +765,12 @@ def saved_agent_success(task: EntryTask, model_path: Path, seed: int, greedy: st
 
 
 def checkpoint_success(
-    task: EntryTask, chain: RunChain, checkpoint: int, seconds_at: dict[int, float], greedy: str = "agent"
+    task: EntryTask,
+    chain: RunChain,
+    checkpoint: int,
+    seconds_at: dict[int, float],
+    greedy: str = "agent",
+    command: str | None = None,
 ) -> dict[str, Any]:
     """The greedy success of a run's checkpoint on :data:`FINAL_EPISODES` fresh episodes (the episodes of a
     final agent's figure), with the env steps (all workers') and training seconds at which it was saved.
@@ -775,6 +780,8 @@ def checkpoint_success(
     :param seconds_at: the run's training seconds by env steps of all workers (its curve,
         :meth:`RunChain.curve`); none when the checkpoint is no point of it
     :param greedy: whose weights act greedily (:func:`saved_agent_success`)
+    :param command: the command that plays the same weights; None names ``her-wrap enjoy``, which plays
+        the saved agent's own actor (right for ``greedy="agent"`` only)
     :raises UsageError: when the run has no checkpoint there (the ones it has are named)
     """
     model_path = chain.checkpoint_model_path(checkpoint)
@@ -783,7 +790,8 @@ def checkpoint_success(
         "success": saved_agent_success(task, model_path, chain.seed, greedy),
         "episodes": FINAL_EPISODES,
         "train_seconds": seconds_at.get(checkpoint * chain.workers),
-        "command": f"her-wrap enjoy --env {task.env_id} -f LOGS --exp-id K --load-checkpoint {checkpoint} "
+        "command": command
+        or f"her-wrap enjoy --env {task.env_id} -f LOGS --exp-id K --load-checkpoint {checkpoint} "
         f"-n {FINAL_EPISODES}",
     }
 
@@ -857,15 +865,19 @@ def budget_record(
         steps, _, seconds = chain.curve()
         seconds_at = dict(zip(steps, seconds, strict=True))
         checkpoints = [
-            checkpoint_success(task, chain, budget // workers, seconds_at, greedy) for budget in budgets
+            checkpoint_success(
+                task,
+                chain,
+                budget // workers,
+                seconds_at,
+                greedy,
+                # `her-wrap enjoy` plays the agent's own actor: another actor's is this seed's budget command.
+                None
+                if greedy == "agent"
+                else budget_command(task_name, [budget], variant, [chain.seed], greedy),
+            )
+            for budget in budgets
         ]
-        if greedy != "agent":
-            # `her-wrap enjoy` plays the saved agent's own actor: this seed's budget command plays the same
-            # weights as here.
-            for point in checkpoints:
-                point["command"] = budget_command(
-                    task_name, [point["timesteps"]], variant, [int(record["seed"])], greedy
-                )
         final_figure = record["final_success"]
         if greedy != "agent":  # the row's own figure is the saved agent's
             final_figure = saved_agent_success(task, chain.layout.final_model_path, chain.seed, greedy)

@@ -214,7 +214,7 @@ def figure_groups(env_groups: list[list[Record]]) -> list[list[Record]]:
     """The groups a task's figure plots: its shipped entry's seeds and the references (the zoo's), in
     :func:`by_task`'s order. The variants stay in the research tables; a task with no shipped entry plots
     every group, so that its runs still show."""
-    if not any(_is_shipped(records[0]) for records in env_groups):
+    if _shipped_entry(env_groups) is None:
         return env_groups
     return [records for records in env_groups if _is_shipped(records[0]) or records[0]["kind"] == "reference"]
 

@@ -80,6 +80,24 @@ FETCH_PUSH = Recipe(
     {"policy_kwargs": {"layer_norm": True}},
 )
 
+#: The manipulation entry's update with FetchPush's and FetchSlide's LayerNorm (FetchSlide's update).
+MANIPULATION_LAYER_NORM = replace(
+    MANIPULATION,
+    name=MANIPULATION.name.replace("DDPG", "DDPG, LayerNorm"),
+    extra={"policy_kwargs": {"layer_norm": True}},
+)
+
+
+def with_bfloat16_hidden_layers(recipe: Recipe) -> Recipe:
+    """``recipe`` with ``policy_kwargs.hidden_dtype: bfloat16``, named after its LayerNorm."""
+    policy_kwargs = {**recipe.extra.get("policy_kwargs", {}), "hidden_dtype": "bfloat16"}
+    return replace(
+        recipe,
+        name=recipe.name.replace("LayerNorm", "LayerNorm, bfloat16 hidden layers"),
+        extra={**recipe.extra, "policy_kwargs": policy_kwargs},
+    )
+
+
 RECIPES = [
     Recipe(
         "zoo TQC (3 x 512, 2 critics, batch 2048, 1 update per step)",
@@ -96,23 +114,11 @@ RECIPES = [
     ),
     Recipe("DDPG (3 x 256, batch 1024, 10 updates per 100 steps)", "ddpg", 1024, [256, 256, 256], 0.1),
     MANIPULATION,
-    replace(
-        MANIPULATION,
-        name=MANIPULATION.name.replace("DDPG", "DDPG, LayerNorm"),
-        extra={"policy_kwargs": {"layer_norm": True}},
-    ),
-    replace(
-        MANIPULATION,
-        name=MANIPULATION.name.replace("DDPG", "DDPG, LayerNorm, bfloat16 hidden layers"),
-        extra={"policy_kwargs": {"layer_norm": True, "hidden_dtype": "bfloat16"}},
-    ),
+    MANIPULATION_LAYER_NORM,
+    with_bfloat16_hidden_layers(MANIPULATION_LAYER_NORM),
     Recipe("FetchReach SAC preset (2 x 256, batch 256, 1 update per step)", "sac", 256, [256, 256], 1.0),
     FETCH_PUSH,
-    replace(
-        FETCH_PUSH,
-        name=FETCH_PUSH.name.replace("LayerNorm", "LayerNorm, bfloat16 hidden layers"),
-        extra={"policy_kwargs": {"layer_norm": True, "hidden_dtype": "bfloat16"}},
-    ),
+    with_bfloat16_hidden_layers(FETCH_PUSH),
 ]
 
 
