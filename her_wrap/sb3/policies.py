@@ -27,11 +27,10 @@ At ``RATE`` equal to the learner's ``tau`` it is the target actor, weight for we
 actor and the critics under ``torch.autocast`` in bfloat16: their matrix products (forward and backward)
 take bfloat16 inputs and their activations are stored in bfloat16, while the output layer, the weights,
 the gradients and Adam stay in float32. On a CPU with bfloat16 dot products (``avx512_bf16`` or AMX in
-``/proc/cpuinfo``) a 256-wide matrix product runs about twice as fast, and an update of FetchPush's
-networks (2 x 256 with LayerNorm, 512 rows) took 29% less time on one thread, a step of its two-worker
-entry 12% less (``docs/bench_updates.md``); on a CPU without them bfloat16 is emulated and slower. The
-rounding (8 bits of mantissa) changes every run's numbers, so a recipe measured in float32 is a new
-recipe in bfloat16, to be measured again.
+``/proc/cpuinfo``) a 256-wide matrix product runs about twice as fast, and an update less so, since its
+other parts stay in float32 (the manipulation entries' updates in each dtype: ``docs/bench_updates.md``);
+on a CPU without them bfloat16 is emulated and slower. The rounding (8 bits of mantissa) changes every
+run's numbers, so a recipe measured in float32 is a new recipe in bfloat16, to be measured again.
 """
 
 from __future__ import annotations
