@@ -377,19 +377,29 @@ def entry_differences(first: dict[str, Any], second: dict[str, Any], workers: in
     A run's entry names no ``workers`` when neither its entry nor ``-params`` set them (a run of one
     process) or when ``her-wrap train`` did not record them yet (the first ``--workers`` runs); such an
     entry counts as naming the ``workers`` its run trained on, so on one process no ``workers`` and
-    ``workers: 1`` are the same. Likewise ``policy_kwargs`` with ``actor_average: 0`` keep no average, as
+    ``workers: 1`` are the same. Likewise ``policy_kwargs`` that spell a default of
+    :data:`UNNAMED_POLICY_DEFAULTS` (``actor_average: 0``, no average kept; ``hidden_dtype: float32``) are
     those of runs recorded before the key existed, which name none.
     """
-    first, second = ({"workers": workers, **_without_unkept_average(entry)} for entry in (first, second))
+    first, second = ({"workers": workers, **_without_policy_defaults(entry)} for entry in (first, second))
     return sorted(key for key in {*first, *second} if first.get(key) != second.get(key))
 
 
-def _without_unkept_average(entry: dict[str, Any]) -> dict[str, Any]:
-    """``entry`` without ``policy_kwargs.actor_average`` when it is 0 (no average kept)."""
+#: ``policy_kwargs`` keys added after rows were recorded without them, by name: the value that means what
+#: naming none does (:func:`entry_differences`).
+UNNAMED_POLICY_DEFAULTS: dict[str, Any] = {"actor_average": 0, "hidden_dtype": "float32"}
+
+
+def _without_policy_defaults(entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` without the ``policy_kwargs`` keys that spell their :data:`UNNAMED_POLICY_DEFAULTS`."""
     policy_kwargs = entry.get("policy_kwargs")
-    if not isinstance(policy_kwargs, dict) or policy_kwargs.get("actor_average") != 0:
+    if not isinstance(policy_kwargs, dict):
         return entry
-    kept = {key: value for key, value in policy_kwargs.items() if key != "actor_average"}
+    kept = {
+        key: value
+        for key, value in policy_kwargs.items()
+        if key not in UNNAMED_POLICY_DEFAULTS or value != UNNAMED_POLICY_DEFAULTS[key]
+    }
     return {**entry, "policy_kwargs": kept}
 
 

@@ -129,8 +129,12 @@ def test_every_variant_changes_the_shipped_entry_of_some_manipulation_task(varia
     changed = [
         env_id
         for env_id in env_ids
-        if load_run_config(default_config_path(), env_id, overrides=experiments.VARIANTS[variant])
-        != load_run_config(default_config_path(), env_id)
+        if experiments.entry_differences(
+            load_run_config(
+                default_config_path(), env_id, overrides=experiments.VARIANTS[variant]
+            ).to_entry(),
+            load_run_config(default_config_path(), env_id).to_entry(),
+        )
     ]
     assert changed, f"{variant} changes no shipped manipulation entry"
 
@@ -259,13 +263,30 @@ def test_fetch_push_and_slide_play_an_actor_average_and_no_actor_average_gives_t
     assert experiments.entry_differences(shipped.to_entry(), actor.to_entry()) == ["policy_kwargs"]
 
 
-def test_an_actor_average_of_0_is_the_same_entry_as_none_and_any_other_rate_is_not() -> None:
-    """Rows recorded before ``actor_average`` existed name none; ``no-actor-average`` spells it 0."""
+@pytest.mark.parametrize(
+    ("key", "default", "other"), [("actor_average", 0, 0.0025), ("hidden_dtype", "float32", "bfloat16")]
+)
+def test_a_policy_key_at_its_default_is_the_same_entry_as_none_and_any_other_value_is_not(
+    key: str, default: Any, other: Any
+) -> None:
+    """Rows recorded before ``actor_average`` and ``hidden_dtype`` existed name neither;
+    ``no-actor-average`` spells the first 0."""
     recorded = {"model_class": "ddpg", "policy_kwargs": {"net_arch": [256, 256], "layer_norm": True}}
-    for rate, differences in ((0, []), (0.0, []), (0.0025, ["policy_kwargs"])):
-        spelled = {**recorded, "policy_kwargs": {**recorded["policy_kwargs"], "actor_average": rate}}
+    for value, differences in ((default, []), (other, ["policy_kwargs"])):
+        spelled = {**recorded, "policy_kwargs": {**recorded["policy_kwargs"], key: value}}
         assert experiments.entry_differences(spelled, recorded) == differences
         assert experiments.entry_differences(recorded, spelled) == differences
+    assert experiments.entry_differences({**recorded, "model_class": "td3"}, recorded) == ["model_class"]
+
+
+def test_bf16_changes_only_the_hidden_dtype_of_the_fetch_slide_entry() -> None:
+    shipped = load_run_config(default_config_path(), "FetchSlide-v4")
+    bf16 = load_run_config(default_config_path(), "FetchSlide-v4", overrides=experiments.VARIANTS["bf16"])
+    assert experiments.entry_differences(shipped.to_entry(), bf16.to_entry()) == ["policy_kwargs"]
+    assert bf16.learner_kwargs["policy_kwargs"] == {
+        **shipped.learner_kwargs["policy_kwargs"],
+        "hidden_dtype": "bfloat16",
+    }
 
 
 def test_an_unknown_variant_is_refused_listing_the_known_ones() -> None:
