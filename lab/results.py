@@ -289,6 +289,56 @@ def _readme_seed_cell(record: Record) -> str:
     return f"seed {record['seed']}: **{record['final_success']:.2f}** ({reached})"
 
 
+def pace_table(
+    steps: Sequence[int], successes: Sequence[float], seconds: Sequence[float], rows: Mapping[str, Record]
+) -> str:
+    """How a run still training compares with recorded rows at its last point of the curve: a Markdown table.
+
+    For each row (``LABEL/SEED`` -> record), its training minutes and greedy success at the run's env steps
+    (minutes read off its curve, linearly between two points), the run's time over the row's there, and the
+    row's whole run scaled by that ratio: when the run would end if it kept the pace it has against that row.
+
+    :param steps: the run's curve so far, env steps of all workers (:func:`lab.experiments.entry_curve`)
+    :param successes: greedy success at each point
+    :param seconds: training seconds at each point, evaluations left out
+    :raises ValueError: when the run has no point yet, or a row's curve ends before the run's last point
+    """
+    if not steps:
+        raise ValueError("the run has no evaluation yet: wait for its first point of the curve")
+    at, minutes, success = steps[-1], seconds[-1] / 60, successes[-1]
+    lines = [
+        f"The run at {at / 1000:g}k env steps: {minutes:.1f} training minutes, greedy success {success:.2f} "
+        f"(mean of its last 5 points {statistics.fmean(successes[-5:]):.3f}).",
+        "",
+        f"| row | minutes at {at / 1000:g}k | run / row | success at {at / 1000:g}k | the row's whole run, "
+        "minutes | the run's at this pace |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for key, record in rows.items():
+        curve_steps, curve_seconds = record["curve_steps"], record["curve_seconds"]
+        if at > curve_steps[-1]:
+            raise ValueError(f"row {key} ends at {curve_steps[-1]} env steps, before the run's {at}")
+        row_minutes = _interpolated(at, curve_steps, curve_seconds) / 60
+        row_success = dict(zip(curve_steps, record["curve_success"], strict=True)).get(at)
+        ratio = minutes / row_minutes
+        whole = record["train_seconds"] / 60
+        lines.append(
+            f"| {key} | {row_minutes:.1f} | {ratio:.2f} | "
+            f"{'-' if row_success is None else f'{row_success:.2f}'} | {whole:.0f} | {whole * ratio:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def _interpolated(at: float, xs: Sequence[float], ys: Sequence[float]) -> float:
+    """``ys`` at ``at`` on the piecewise-linear curve through (``xs``, ``ys``), from (0, 0)."""
+    previous_x, previous_y = 0.0, 0.0
+    for x, y in zip(xs, ys, strict=True):
+        if at <= x:
+            return previous_y + (y - previous_y) * (at - previous_x) / (x - previous_x)
+        previous_x, previous_y = x, y
+    raise ValueError(f"{at} lies beyond the curve's last point, {previous_x}")
+
+
 def first_solved(record: Record, threshold: float = 0.95) -> int | None:
     """Env steps at the first point of the curve with greedy success >= ``threshold``."""
     point = first_reaching(record, threshold)

@@ -57,6 +57,11 @@ that ran it become the entry's, the others take the variant that gives the entry
         --promoted n-steps-3+net-2x256+workers-2-envs-2+budget-400k \
         --previous n-steps-1+net-3x256+one-process+budget-600k
 
+``pace`` compares a run still training with recorded rows at its last evaluation (its training minutes
+against theirs, and when it would end at that pace)::
+
+    python scripts/robotics_results.py pace fetch-slide-ddpg logs/her/FetchSlide-v4_7 --variant bf16
+
 ``python scripts/robotics_results.py report --write`` rewrites the tables and figures.
 """
 
@@ -93,17 +98,20 @@ from lab.experiments import (
     ReferenceTask,
     budget_record,
     budget_table,
+    check_run,
     final_success,
     record_entry_run,
     run_entry,
     stopped_run_record,
     variant_argument,
+    variant_overrides,
     zoo_entry,
 )
 from lab.results import (
     group_records,
     load_results,
     manipulation_table,
+    pace_table,
     reach_table,
     readme_table,
     record_label,
@@ -296,6 +304,21 @@ def command_stopped(args: argparse.Namespace) -> None:
     print(f"wrote the curve of {args.run_dir} (stopped at {record['stopped_at']} env steps) to {args.out}")
 
 
+def command_pace(args: argparse.Namespace) -> None:
+    task = ENTRY_TASKS[args.task].with_variant(args.variant)
+    steps, successes, seconds = check_run(task, args.run_dir, variant_overrides(args.variant)).curve()
+    results = load_results(args.results)
+    labels = {record_label(args.task, args.variant), args.task}
+    keys = args.against or [key for key in results if key.rsplit("/", 1)[0] in labels]
+    missing = [key for key in keys if key not in results]
+    if missing:
+        raise UsageError(f"no row {', '.join(missing)} in {args.results}; its rows: {', '.join(results)}")
+    try:
+        print(pace_table(steps, successes, seconds, {key: results[key] for key in keys}))
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
 def command_budget(args: argparse.Namespace) -> None:
     label = record_label(args.task, args.variant)
     records = group_records(load_results(args.results)).get(label, [])
@@ -479,6 +502,21 @@ def main() -> None:
         "on 100 fresh episodes",
     )
     stopped.add_argument("--note", default=None, help="why the run stopped, what shared the machine")
+    pace = entry_command(
+        "pace",
+        "a run still training against recorded rows at its last evaluation: minutes, success, and when it "
+        "would end at that pace",
+        command_pace,
+    )
+    pace.add_argument("run_dir", type=pathlib.Path, metavar="RUN_DIR")
+    pace.add_argument("--variant", type=variant_argument, default=None, help="the change the run makes")
+    pace.add_argument(
+        "--against",
+        nargs="+",
+        default=None,
+        metavar="KEY",
+        help="rows (LABEL/SEED) to compare with (default: every row of the task's entry and of --variant)",
+    )
     budget = entry_command(
         "budget",
         "what smaller budgets would have given: every recorded seed of a manipulation row, its "

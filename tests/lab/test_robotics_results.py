@@ -9,7 +9,10 @@ every seed on its own, then the median and the worst seed.
 from __future__ import annotations
 
 import dataclasses
+import json
 import pathlib
+import subprocess
+import sys
 import zipfile
 from typing import Any
 
@@ -1045,3 +1048,60 @@ def test_a_run_records_the_hosts_speed_just_before_and_just_after_training(
         "run_dir": tmp_path,
         "host": {"before": {"matmul_gflops_one_thread": 70.0}, "after": {"matmul_gflops_one_thread": 50.0}},
     }
+
+
+def test_a_pace_table_scales_each_rows_whole_run_by_the_runs_time_over_the_rows_at_its_last_point() -> None:
+    row = {
+        "curve_steps": [100_000, 200_000, 300_000],
+        "curve_success": [0.1, 0.4, 0.8],
+        "curve_seconds": [600.0, 1200.0, 2400.0],
+        "train_seconds": 2400.0,
+    }
+    # The run at 150k env steps after 450 s; the row got there after 900 s (half way between its points).
+    table = results.pace_table([50_000, 150_000], [0.0, 0.3], [150.0, 450.0], {"task/1": row})
+    assert "The run at 150k env steps: 7.5 training minutes, greedy success 0.30" in table
+    assert "| task/1 | 15.0 | 0.50 | - | 40 | 20 |" in table
+    # At a point the row evaluated too, its success there is shown.
+    table = results.pace_table([200_000], [0.5], [1800.0], {"task/1": row})
+    assert "| task/1 | 20.0 | 1.50 | 0.40 | 40 | 60 |" in table
+    with pytest.raises(ValueError, match="row task/1 ends at 300000 env steps, before the run's 400000"):
+        results.pace_table([400_000], [0.5], [1800.0], {"task/1": row})
+    with pytest.raises(ValueError, match="no evaluation yet"):
+        results.pace_table([], [], [], {"task/1": row})
+
+
+def test_the_pace_command_reads_a_run_still_training_against_the_rows_of_its_variant(
+    tmp_path: pathlib.Path,
+) -> None:
+    """``pace`` takes the run's curve as ``record`` would (the variant's command checked) and compares it
+    with the task's entry and variant rows by default; a row it was not asked for is left out."""
+    run_dir = _stopped_run(tmp_path, "bf16")  # 40k env steps after 101 s
+    row = {"curve_steps": [20_000, 40_000, 60_000], "curve_success": [0.0, 0.5, 0.9]}
+    rows = {
+        f"{ONE_PROCESS}/1": {**row, "curve_seconds": [100.0, 202.0, 300.0], "train_seconds": 300.0},
+        f"{ONE_PROCESS}+bf16/1": {**row, "curve_seconds": [50.0, 101.0, 150.0], "train_seconds": 150.0},
+        f"{ONE_PROCESS}+batch-1024/1": {**row, "curve_seconds": [9.0, 9.0, 9.0], "train_seconds": 9.0},
+    }
+    results_file = tmp_path / "results.json"
+    results_file.write_text(json.dumps(rows))
+
+    def pace(*arguments: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "scripts/robotics_results.py", "--results", str(results_file), "pace"]
+        return subprocess.run(
+            [*command, ONE_PROCESS, str(run_dir), *arguments],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=RESULTS_FILE.parents[1],
+            check=False,
+        )
+
+    shown = pace("--variant", "bf16")
+    assert shown.returncode == 0, shown.stderr
+    assert f"| {ONE_PROCESS}/1 | 3.4 | 0.50 | 0.50 | 5 | 2 |" in shown.stdout
+    assert f"| {ONE_PROCESS}+bf16/1 | 1.7 | 1.00 | 0.50 | 2 | 2 |" in shown.stdout
+    assert "batch-1024" not in shown.stdout
+    # A run of bf16 is not the entry's command, and a row that is not recorded is named.
+    assert "pass the --variant it ran" in pace().stderr
+    missing = pace("--variant", "bf16", "--against", f"{ONE_PROCESS}/7")
+    assert missing.returncode != 0 and f"no row {ONE_PROCESS}/7" in missing.stderr
