@@ -312,7 +312,8 @@ def command_pace(args: argparse.Namespace) -> None:
     keys = args.against or [key for key in results if key.rsplit("/", 1)[0] in labels]
     missing = [key for key in keys if key not in results]
     if missing:
-        raise UsageError(f"no row {', '.join(missing)} in {args.results}; its rows: {', '.join(results)}")
+        rows = ", ".join(key for key in results if key.split("/")[0].split("+")[0] == args.task)
+        raise UsageError(f"no row {', '.join(missing)} in {args.results}; {args.task}'s rows: {rows}")
     try:
         print(pace_table(steps, successes, seconds, {key: results[key] for key in keys}))
     except ValueError as error:
