@@ -158,6 +158,10 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # gradient steps per env step halve (quarter).
     "envs-4": ("n_envs:4",),
     "envs-8": ("n_envs:8",),
+    # Five envs in lockstep for 50 steps per cycle, one episode of each: on FetchPush's two workers a cycle is
+    # still 500 env steps for the same 20 gradient steps, while the collection loop's work per step (one
+    # exploration forward pass, the normalization statistics, SB3's loop) covers five env steps, not two.
+    "envs-5-steps-50": ("n_envs:5", "train_freq:[50,step]"),
     # An L2 penalty of 0.01 on the actor's actions instead of 1.0 (mrl's FetchSlide recipe): a slide needs a
     # hard hit, which the penalty of 1.0 may hold back.
     "action-l2-0.01": ("her.action_l2:0.01",),

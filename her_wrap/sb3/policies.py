@@ -35,6 +35,7 @@ run's numbers, so a recipe measured in float32 is a new recipe in bfloat16, to b
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch as th
@@ -90,6 +91,29 @@ def checked_hidden_dtype(name: Any) -> str:
             f"dtype of the hidden layers' matrix products); got {name!r}."
         )
     return name
+
+
+def cpu_has_bfloat16_products() -> bool:
+    """Whether this CPU has bfloat16 dot products that torch uses (``avx512_bf16`` or AMX); True when torch
+    cannot tell, so that no warning is given on a guess."""
+    try:
+        return bool(th.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return True
+
+
+def warn_if_bfloat16_is_emulated(dtype: th.dtype | None, device: th.device) -> None:
+    """Warn when bfloat16 hidden layers would run on a CPU that emulates bfloat16 (slower than float32)."""
+    if dtype is th.bfloat16 and device.type == "cpu" and not cpu_has_bfloat16_products():
+        warnings.warn(
+            f"policy_kwargs {HIDDEN_DTYPE_KEY}='bfloat16' on a CPU without bfloat16 dot products (no "
+            "avx512_bf16 or AMX in /proc/cpuinfo): torch emulates them, so updates run slower than in "
+            f"float32. Set {HIDDEN_DTYPE_KEY} to 'float32' (her-wrap: -params "
+            f"policy_kwargs.{HIDDEN_DTYPE_KEY}:float32); the run's numbers then change, as any change of dtype "
+            "changes them.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 #: Batches of fewer rows run a :class:`AutocastHiddenNetwork` in float32: for an env's action or two, the
@@ -208,6 +232,7 @@ class LayerNormPolicy(TD3Policy):
         self._autocast_dtype = HIDDEN_DTYPES[self.hidden_dtype]
         self.actor_average: Actor | None = None
         super().__init__(*args, **kwargs)
+        warn_if_bfloat16_is_emulated(self._autocast_dtype, self.device)
 
     def _build(self, lr_schedule: Schedule) -> None:
         super()._build(lr_schedule)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from her_wrap import HER
 from her_wrap.runs.arguments import default_config_path
 from her_wrap.runs.config import load_run_config
 from her_wrap.runs.model_factory import build_agent
+from her_wrap.sb3 import policies
 from her_wrap.sb3.policies import (
     AUTOCAST_MIN_ROWS,
     AutocastHiddenNetwork,
@@ -152,3 +154,15 @@ def test_a_network_without_a_linear_output_layer_is_refused():
 def test_a_hidden_dtype_where_it_cannot_apply_names_the_fix():
     with pytest.raises(ValueError, match=r"hidden_dtype= applies to DDPG and TD3; SAC.*or train ddpg / td3"):
         make_her(model_class=SAC, hidden_dtype="bfloat16")
+
+
+@pytest.mark.parametrize("supported", [True, False])
+def test_bfloat16_on_a_cpu_that_emulates_it_warns_naming_float32(monkeypatch, supported):
+    monkeypatch.setattr(policies, "cpu_has_bfloat16_products", lambda: supported)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        make_her(layer_norm=True, hidden_dtype="bfloat16")
+        make_her(layer_norm=True, hidden_dtype="float32")
+    emulated = [str(warning.message) for warning in caught if "emulates them" in str(warning.message)]
+    assert len(emulated) == (0 if supported else 1)
+    assert all("policy_kwargs.hidden_dtype:float32" in message for message in emulated)
