@@ -162,6 +162,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # still 500 env steps for the same 20 gradient steps, while the collection loop's work per step (one
     # exploration forward pass, the normalization statistics, SB3's loop) covers five env steps, not two.
     "envs-5-steps-50": ("n_envs:5", "train_freq:[50,step]"),
+    # Two envs for 125 steps per cycle: the FetchPush entry before it took five envs.
+    "envs-2-steps-125": ("n_envs:2", "train_freq:[125,step]"),
     # An L2 penalty of 0.01 on the actor's actions instead of 1.0 (mrl's FetchSlide recipe): a slide needs a
     # hard hit, which the penalty of 1.0 may hold back.
     "action-l2-0.01": ("her.action_l2:0.01",),
@@ -200,6 +202,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # The hidden layers' matrix products in bfloat16 under torch.autocast (her_wrap.sb3.policies): about a
     # quarter less time per update on a CPU with bfloat16 dot products; every number of the run changes.
     "bf16": ("policy_kwargs.hidden_dtype:bfloat16",),
+    # float32 hidden layers: the FetchPush entry before it took bfloat16 (the same weights and training, bit
+    # for bit, as an entry without the key).
+    "float32": ("policy_kwargs.hidden_dtype:float32",),
     # LayerNorm after every hidden layer of the actor and the critic (mrl's networks; her_wrap.sb3.policies).
     "layer-norm": ("policy_kwargs.layer_norm:true",),
     # SB3's plain networks: the FetchPush entry before it took LayerNorm (the same weights and training, bit
@@ -236,7 +241,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "workers-2-paper": ("workers:2",),
     # One process with the whole recipe: an update's 2048 rows and a cycle's 500 env steps (250 of each of
     # 2 envs) in it, as the manipulation entries train: the FetchPush entry before it took two workers.
-    # no-actor-average+n-steps-1+net-3x256+one-process is her_wrap.runs.presets.MANIPULATION_DDPG (a test
+    # envs-2-steps-125+float32+no-actor-average+n-steps-1+net-3x256+one-process is her_wrap.runs.presets.MANIPULATION_DDPG (a test
     # holds them equal).
     # Before a workers variant (one-process+workers-2), that variant's workers and settings win.
     ONE_PROCESS: ("batch_size:2048", "learning_starts:1000", "train_freq:[250,step]", "workers:1"),

@@ -61,7 +61,7 @@ ENV_ID = "FetchPush-v4"
 
 #: The FetchPush entry measured here, the one docs/research/scaling.md models: the one-process entry of
 #: 3 x 256 that FetchPush shipped before it took two workers (the lab's variant that gives it back).
-MEASURED_ENTRY_VARIANT = "no-actor-average+n-steps-1+net-3x256+one-process"
+MEASURED_ENTRY_VARIANT = "envs-2-steps-125+float32+no-actor-average+n-steps-1+net-3x256+one-process"
 
 
 def measured_entry_overrides() -> tuple[str, ...]:

@@ -119,6 +119,8 @@ PANDA_REACH_SAC: dict[str, Any] = preset("PandaReach-v3")
 #: from the actor itself, one-step returns, each update's 2048 rows and each cycle's 500 env steps in the
 #: one process.
 MANIPULATION_DDPG_CHANGES: tuple[str, ...] = (
+    "n_envs:2",
+    "policy_kwargs.hidden_dtype:float32",
     "her.n_steps:1",
     "policy_kwargs.net_arch:[256, 256, 256]",
     "policy_kwargs.actor_average:0",

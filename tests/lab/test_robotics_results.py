@@ -210,6 +210,7 @@ def test_fetch_push_and_slide_entries_alone_have_layer_norm_and_a_variant_gives_
         "net_arch": [256, 256],
         "layer_norm": True,
         "actor_average": 0.0025,
+        "hidden_dtype": "bfloat16",
     }
     assert policy_kwargs.pop("FetchSlide-v4") == {
         "net_arch": [256, 256, 256],
@@ -244,6 +245,34 @@ def test_fetch_slide_alone_mixes_desired_goals_and_plays_the_actor_average_and_v
     )
     assert greedy_actor.learner_kwargs["policy_kwargs"]["actor_average"] == 0
     assert experiments.entry_differences(shipped.to_entry(), greedy_actor.to_entry()) == ["policy_kwargs"]
+
+
+def test_fetch_push_alone_steps_five_envs_in_bfloat16_and_variants_give_the_entry_before() -> None:
+    """FetchPush's entry steps 5 envs for 50 steps per cycle with bfloat16 hidden layers;
+    ``envs-2-steps-125+float32`` gives the entry before (its rows), changing nothing else."""
+    shipped = load_run_config(default_config_path(), "FetchPush-v4")
+    assert shipped.learner_kwargs["policy_kwargs"]["hidden_dtype"] == "bfloat16"
+    assert shipped.n_envs == 5 and shipped.to_entry()["train_freq"] == [50, "step"]
+    others = [
+        load_run_config(default_config_path(), task.env_id) for task in experiments.ENTRY_TASKS.values()
+    ]
+    assert {config.n_envs for config in others if config.env_id != "FetchPush-v4"} == {2}
+    overrides = experiments.variant_overrides("envs-2-steps-125+float32")
+    before = load_run_config(default_config_path(), "FetchPush-v4", overrides=overrides)
+    assert before.n_envs == 2 and before.to_entry()["train_freq"] == [125, "step"]
+    assert before.learner_kwargs["policy_kwargs"] == {
+        **shipped.learner_kwargs["policy_kwargs"],
+        "hidden_dtype": "float32",
+    }
+    assert experiments.entry_differences(shipped.to_entry(), before.to_entry()) == [
+        "n_envs",
+        "policy_kwargs",
+        "train_freq",
+    ]
+    promoted = load_run_config(
+        default_config_path(), "FetchPush-v4", overrides=experiments.variant_overrides("envs-5-steps-50+bf16")
+    )
+    assert experiments.entry_differences(shipped.to_entry(), promoted.to_entry()) == []
 
 
 @pytest.mark.parametrize(("env_id", "rate"), [("FetchPush-v4", 0.0025), ("FetchSlide-v4", 0.0002)])
@@ -438,7 +467,9 @@ def test_fetch_push_on_two_workers_keeps_the_one_process_entrys_env_steps_per_up
 ):
     shipped = load_run_config(default_config_path(), "FetchPush-v4")
     one = load_run_config(
-        default_config_path(), "FetchPush-v4", overrides=experiments.VARIANTS["one-process"]
+        default_config_path(),
+        "FetchPush-v4",
+        overrides=experiments.variant_overrides("envs-2-steps-125+one-process"),
     )
     # The same env steps and random steps per update, on half the rows (2 x 512; batch-1024 gives 2048).
     assert per_update(shipped, 2) == (25, 1024, 1000) and per_update(one, 1) == (25, 2048, 1000)
@@ -454,7 +485,7 @@ def test_the_one_process_preset_is_the_labs_former_fetch_push_entry() -> None:
     # one-process entry of 3 x 256 (rows, scripts/measure_scaling.py) must configure the same run.
     from her_wrap.runs import presets
 
-    former = "no-actor-average+n-steps-1+net-3x256+one-process"
+    former = "envs-2-steps-125+float32+no-actor-average+n-steps-1+net-3x256+one-process"
     assert experiments.variant_workers(former) == 1
     configs = [
         load_run_config(default_config_path(), "FetchPush-v4", overrides=overrides)
@@ -494,7 +525,9 @@ def test_one_process_before_a_workers_variant_trains_on_that_variants_workers_an
     task = experiments.ENTRY_TASKS[TWO_WORKERS].with_variant(joined)
     assert task.workers == 2 and "--workers" in task.train_arguments(0)
     on_fetch_push = load_run_config(
-        default_config_path(), "FetchPush-v4", overrides=experiments.variant_overrides(joined)
+        default_config_path(),
+        "FetchPush-v4",
+        overrides=experiments.variant_overrides(f"envs-2-steps-125+{joined}"),
     )
     on_fetch_slide = load_run_config(
         default_config_path(), "FetchSlide-v4", overrides=experiments.VARIANTS[variant]
@@ -696,7 +729,9 @@ def test_the_one_process_variant_takes_a_run_of_fetch_pushs_entry_before_it_took
     """A run of FetchPush's one-process entry recorded no ``workers``; named from the entry as it now is,
     ``no-actor-average+batch-1024+n-steps-1+net-3x256+one-process+budget-600k``, it is that row's command,
     and only that row's (``one-process`` sets the batch of 2048 after ``batch-1024``)."""
-    variant = "no-actor-average+batch-1024+n-steps-1+net-3x256+one-process+budget-600k"
+    variant = (
+        "envs-2-steps-125+float32+no-actor-average+batch-1024+n-steps-1+net-3x256+one-process+budget-600k"
+    )
     record = results.load_results(RESULTS_FILE)[f"{TWO_WORKERS}+{variant}/0"]
     assert "workers" not in record["settings"] and record["workers"] == 1 and record["steps"] == 600_000
     task = experiments.ENTRY_TASKS[TWO_WORKERS]

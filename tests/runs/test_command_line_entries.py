@@ -64,8 +64,13 @@ def test_fetch_push_ships_each_of_its_two_workers_share_of_the_one_process_regim
     shipped = load_run_config(SHIPPED, "FetchPush-v4")
     assert load_run_config(SHIPPED, "FetchPush-v4", workers=2, notes=notes) == shipped and notes == []
     one_process_split = load_run_config(SHIPPED, "FetchSlide-v4", workers=2)
-    assert shipped.workers == 2 and shipped.n_envs == one_process_split.n_envs == 2
-    for key in ("learning_starts", "train_freq", "gradient_steps"):
+    # Five envs for 50 steps where a split steps two for 125: the same 250 env steps per worker and cycle.
+    assert shipped.workers == 2 and (shipped.n_envs, one_process_split.n_envs) == (5, 2)
+    cycle = [
+        config.learner_kwargs["train_freq"][0] * config.n_envs for config in (shipped, one_process_split)
+    ]
+    assert cycle == [250, 250]
+    for key in ("learning_starts", "gradient_steps"):
         assert shipped.learner_kwargs[key] == one_process_split.learner_kwargs[key], key
     # Its batch is half a split's: each update averages 2 x 512 rows, not the one-process entry's 2048.
     assert shipped.learner_kwargs["batch_size"] == one_process_split.learner_kwargs["batch_size"] // 2 == 512

@@ -80,7 +80,14 @@ def test_the_manipulation_preset_is_the_one_process_recipe_of_the_fetch_push_ent
     assert (preset["batch_size"], preset["learning_starts"]) == (2048, 1000)
     assert preset["train_freq"] == (250, "step")
     # greedy actions from the actor, as the one-process entry played them (FetchPush's two workers: an average)
-    assert preset["policy_kwargs"] == {"net_arch": [256, 256, 256], "layer_norm": True, "actor_average": 0}
+    # and float32 hidden layers, as it was measured (FetchPush's entry: bfloat16)
+    assert preset["policy_kwargs"] == {
+        "net_arch": [256, 256, 256],
+        "layer_norm": True,
+        "actor_average": 0,
+        "hidden_dtype": "float32",
+    }
+    assert presets.MANIPULATION_DDPG_N_ENVS == 2
     assert shipped.learner_kwargs["policy_kwargs"]["actor_average"] > 0
     assert "n_steps" not in preset and preset["n_sampled_goal"] == 8  # one-step returns, FetchPush's goals
 
