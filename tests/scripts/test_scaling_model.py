@@ -98,6 +98,8 @@ def test_every_throughput_run_keeps_the_entrys_env_steps_rows_and_random_steps_p
     # Every run trains the one-process FetchPush entry the scaling model measured, the variant's changes after.
     measured = measure_scaling.measured_entry_overrides()
     assert measured == (
+        *VARIANTS["envs-2-steps-125"],
+        *VARIANTS["float32"],
         *VARIANTS["no-actor-average"],
         *VARIANTS["n-steps-1"],
         *VARIANTS["net-3x256"],
