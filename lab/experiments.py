@@ -241,8 +241,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "workers-2-paper": ("workers:2",),
     # One process with the whole recipe: an update's 2048 rows and a cycle's 500 env steps (250 of each of
     # 2 envs) in it, as the manipulation entries train: the FetchPush entry before it took two workers.
-    # envs-2-steps-125+float32+no-actor-average+n-steps-1+net-3x256+one-process is her_wrap.runs.presets.MANIPULATION_DDPG (a test
-    # holds them equal).
+    # envs-2-steps-125+float32+no-actor-average+n-steps-1+net-3x256+one-process is
+    # her_wrap.runs.presets.MANIPULATION_DDPG (a test holds them equal).
     # Before a workers variant (one-process+workers-2), that variant's workers and settings win.
     ONE_PROCESS: ("batch_size:2048", "learning_starts:1000", "train_freq:[250,step]", "workers:1"),
 }
