@@ -30,6 +30,12 @@ that never got there scores more than any that did (:func:`her_wrap.runs.trials.
 ``--space FILE`` samples the keys of a search-space file instead of the learner's space
 (:func:`her_wrap.runs.search_spaces.load_search_space`).
 
+**The entry beside the trials**: ``--start-from-entry`` queues the entry's own values of the searched keys
+as a new study's first trial (:func:`queue_entry_trial`; its ``entry`` user attribute is true), so the
+recipe as it ships is timed in the same conditions as the settings that would replace it. Each trial
+trains on ``--seed`` plus its number; ``--same-seed`` trains every one on ``--seed``, so that two trials
+differ in their settings alone (a winner is then checked on other seeds before it ships).
+
 **Trials on several workers**: for an entry with ``workers: N`` (or ``--workers N``), each trial trains as
 ``her-wrap train --workers N`` does, in worker processes of its own (its run folder under
 ``LOG_FOLDER/her/STUDY_NAME/trials/`` while it runs, kept with its output if it fails), so that a trial
@@ -59,6 +65,7 @@ from her_wrap.runs.search_spaces import (
     Distribution,
     KeyPath,
     choice_label,
+    entry_params,
     load_search_space,
     parameter_name,
     sample_settings,
@@ -158,6 +165,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--oversubscribe",
         action="store_true",
         help="allow trials on more workers than this machine has CPU cores",
+    )
+    parser.add_argument(
+        "--start-from-entry",
+        action="store_true",
+        help="a new study's first trial runs the entry's own values of the searched keys, so the recipe as "
+        "it ships is measured beside the others (each must be one of the space's choices)",
+    )
+    parser.add_argument(
+        "--same-seed",
+        action="store_true",
+        help="train every trial on --seed instead of --seed plus the trial's number, so that trials differ "
+        "in their settings alone (needs --seed)",
     )
     parser.add_argument(
         "--space",
@@ -299,7 +318,9 @@ def make_objective(
     def objective(trial: Any) -> float:
         entry = trial_entry(base, trial, fixed, model_class, space)
         config = base.validate(entry)
-        seed = (args.seed if args.seed is not None else arguments.draw_seed()) + trial.number
+        seed = (args.seed if args.seed is not None else arguments.draw_seed()) + (
+            0 if args.same_seed else trial.number
+        )
         folder = trials_dir / str(trial.number)
         if args.minutes_to is not None:
             return minutes_trial(trial, config, args, n_timesteps, seed, workers=workers, folder=folder)
@@ -332,6 +353,33 @@ def trial_entry(
     return entry
 
 
+def queue_entry_trial(
+    study: Any,
+    base: ConfigEntry,
+    fixed: Collection[KeyPath],
+    space: Mapping[KeyPath, Distribution] | None = None,
+) -> bool:
+    """Queue the entry's own settings as the first trial of a study that has none; return whether it did.
+
+    A study that already has trials keeps them (its first trial was the entry's, or the user chose
+    otherwise), and one line says so. Two workers that open a new study at the same moment may both queue
+    it: the entry then runs twice, which costs a trial and loses nothing.
+
+    :raises UsageError: when the entry's settings are not in the space (:func:`entry_params`)
+    """
+    params = entry_params(base.entry, base.validate().model_class, fixed, space)
+    if study.get_trials(deepcopy=False):
+        print(
+            f"--start-from-entry: study {study.study_name!r} already has trials, so the entry's settings are "
+            "not queued again",
+            flush=True,
+        )
+        return False
+    study.enqueue_trial(params, user_attrs={"entry": True})
+    print(f"--start-from-entry: trial 0 runs the entry's own settings {params}", flush=True)
+    return True
+
+
 def write_results(
     study: Any,
     base: ConfigEntry,
@@ -359,6 +407,8 @@ def optimize(args: argparse.Namespace) -> Any:
     """Run ``her-wrap optimize`` with parsed arguments; return the Optuna study."""
     import optuna
 
+    if args.same_seed and args.seed is None:
+        raise UsageError("--same-seed trains every trial on one seed: give it with --seed N")
     if args.score_last is not None and args.score_last > args.n_evaluations:
         raise UsageError(
             f"--score-last {args.score_last} is more than the {args.n_evaluations} evaluations of a trial: "
@@ -405,6 +455,8 @@ def optimize(args: argparse.Namespace) -> Any:
         make_pruner(args.pruner, args.n_startup_trials, args.n_evaluations),
         direction="maximize" if args.minutes_to is None else "minimize",
     )
+    if args.start_from_entry:
+        queue_entry_trial(study, base, fixed, space)
     print(
         f"Study {study_name!r} in {hide_password(storage_url)}: {args.n_trials} trials of {n_timesteps} steps "
         f"(HER({base_config.model_class}) on {args.env}, worker {worker_name()})",

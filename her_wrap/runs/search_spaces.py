@@ -195,3 +195,72 @@ def sample_settings(
         if path == ("noise_std",) and not (current or {}).get("noise_type"):
             settings[("noise_type",)] = "normal"
     return settings
+
+
+def _entry_value(entry: Mapping[str, Any], path: KeyPath) -> tuple[bool, Any]:
+    """``(True, value)`` when ``entry`` sets ``path``, else ``(False, None)``."""
+    node: Any = entry
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def _entry_param(value: Any, distribution: Distribution, path: KeyPath, named_sizes: bool) -> Any:
+    """The stored parameter that samples ``value`` back from ``distribution``, or raise ``LookupError``."""
+    if isinstance(distribution, Uniform):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if distribution.low <= float(value) <= distribution.high:
+                return float(value)
+        raise LookupError
+    if named_sizes and path == ("policy_kwargs", "net_arch"):
+        names = [name for name, sizes in NET_ARCHS.items() if list(sizes) == value]
+        if names and names[0] in distribution.choices:
+            return names[0]
+        raise LookupError
+    for choice in distribution.choices:
+        if choice == value and isinstance(choice, bool) == isinstance(value, bool):
+            return choice_label(choice)
+    raise LookupError
+
+
+def entry_params(
+    entry: Mapping[str, Any],
+    model_class: str,
+    fixed: Collection[KeyPath] = (),
+    space: Mapping[KeyPath, Distribution] | None = None,
+) -> dict[str, Any]:
+    """The trial parameters that sample an entry's own settings back: the first trial of
+    ``her-wrap optimize --start-from-entry``, which measures the recipe as it ships beside the others.
+
+    :param entry: the entry being tuned (after its merges and ``-params``)
+    :param model_class: the entry's learner, whose space is searched when ``space`` is ``None``
+    :param fixed: key paths the user fixed (``-params``); not sampled
+    :param space: the user's own space (:func:`load_search_space`), or ``None`` for the learner's
+    :return: Optuna parameter name -> stored value, for ``study.enqueue_trial``
+    :raises UsageError: when the entry leaves a sampled key unset, or sets it to a value its space cannot
+        sample, naming every such key
+    """
+    searched = SEARCH_SPACES[model_class] if space is None else space
+    params: dict[str, Any] = {}
+    problems: list[str] = []
+    for path, distribution in searched.items():
+        if path in fixed:
+            continue
+        name = parameter_name(path)
+        found, value = _entry_value(entry, path)
+        if not found:
+            problems.append(f"{name} is not set in the entry")
+            continue
+        try:
+            params[name] = _entry_param(value, distribution, path, named_sizes=space is None)
+        except LookupError:
+            shown = value if _is_plain(value) else choice_label(value)
+            problems.append(f"{name}: the entry's {shown} is not in the space")
+    if problems:
+        raise UsageError(
+            "--start-from-entry runs the entry's own settings first, but " + "; ".join(problems) + ": add "
+            "those values to the --space file, or fix the keys with -params KEY:VALUE"
+        )
+    return params
