@@ -7,8 +7,8 @@ import pathlib
 import pytest
 
 from her_wrap.runs.arguments import default_config_path
-from her_wrap.runs.config import load_run_config
-from her_wrap.runs.search_spaces import load_search_space
+from her_wrap.runs.config import load_entry, load_run_config
+from her_wrap.runs.search_spaces import entry_params, load_search_space
 
 SPACES = sorted((pathlib.Path(__file__).resolve().parents[2] / "lab" / "spaces").glob("*.yml"))
 
@@ -34,3 +34,11 @@ def test_every_key_of_a_search_space_is_a_setting_of_its_entry(space_file: pathl
 
 def test_the_spaces_are_found() -> None:
     assert {path.name for path in SPACES} >= {"fetch_push_minutes.yml", "fetch_push_minutes_workers.yml"}
+
+
+def test_the_workers_search_starts_from_the_shipped_entry() -> None:
+    # lab/spaces/fetch_push_minutes_workers.yml runs with --start-from-entry: each key lists the entry's value
+    space_file = next(path for path in SPACES if path.name == "fetch_push_minutes_workers.yml")
+    base = load_entry(default_config_path(), "FetchPush-v4")
+    params = entry_params(base.entry, base.validate().model_class, space=load_search_space(space_file))
+    assert set(params) == {".".join(path) for path in load_search_space(space_file)}
