@@ -356,6 +356,7 @@ def trial_entry(
 def queue_entry_trial(
     study: Any,
     base: ConfigEntry,
+    model_class: str,
     fixed: Collection[KeyPath],
     space: Mapping[KeyPath, Distribution] | None = None,
 ) -> bool:
@@ -367,7 +368,7 @@ def queue_entry_trial(
 
     :raises UsageError: when the entry's settings are not in the space (:func:`entry_params`)
     """
-    params = entry_params(base.entry, base.validate().model_class, fixed, space)
+    params = entry_params(base.entry, model_class, fixed, space)
     if study.get_trials(deepcopy=False):
         print(
             f"--start-from-entry: study {study.study_name!r} already has trials, so the entry's settings are "
@@ -456,7 +457,7 @@ def optimize(args: argparse.Namespace) -> Any:
         direction="maximize" if args.minutes_to is None else "minimize",
     )
     if args.start_from_entry:
-        queue_entry_trial(study, base, fixed, space)
+        queue_entry_trial(study, base, base_config.model_class, fixed, space)
     print(
         f"Study {study_name!r} in {hide_password(storage_url)}: {args.n_trials} trials of {n_timesteps} steps "
         f"(HER({base_config.model_class}) on {args.env}, worker {worker_name()})",
