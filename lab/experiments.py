@@ -147,6 +147,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "per": (*UNIFORM_DRAWS, "her.prioritized:true"),
     # Twice the gradient steps per cycle: 40 of batch 2048 every 500 env steps (0.08 per env step).
     "updates-40": ("gradient_steps:40",),
+    # The learning rate decayed linearly from 1e-3 to 0 over the run (the zoo's lin_ form): the last
+    # updates move the networks least, for a steadier final agent.
+    "lr-linear": ("learning_rate:lin_1e-3",),
     # TD3 instead of DDPG (twin critics, target policy smoothing, the actor updated every second step).
     "td3": ("model_class:td3",),
     # Eight relabeled goals per kept one: 8/9 of each batch relabeled instead of 4/5 (FetchPush's entry
