@@ -204,6 +204,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # mean age of 5,000 actor steps: 125k env steps of the FetchSlide entry). Training is unchanged, so a
     # seed's run trains as the entry's, and its checkpoints hold both the actor and the average.
     "actor-average-0.0002": ("policy_kwargs.actor_average:0.0002",),
+    # Half that rate (a mean age of 10,000 actor steps): with updates-40 the average then spans the same
+    # 125k env steps as 0.0002 does at the entry's 20 gradient steps per cycle.
+    "actor-average-0.0001": ("policy_kwargs.actor_average:0.0001",),
     # The same with the target actor's horizon (a mean age of 400 actor steps: 10k env steps of the FetchSlide
     # and FetchPush entries), moved after every actor step instead of once per cycle: FetchPush's entry since.
     "actor-average-0.0025": ("policy_kwargs.actor_average:0.0025",),

@@ -424,6 +424,23 @@ def test_shipped_config_has_the_promised_entries() -> None:
     }
 
 
+MANIPULATION_MERGERS = ("FetchPickAndPlace-v4", "PandaPush-v3", "PandaPickAndPlace-v3")
+
+
+def test_fetch_slides_own_keys_reach_no_entry_that_merges_the_manipulation_settings(tmp_path: Path) -> None:
+    """FetchSlide's mapping holds the shared ``&manipulation`` settings and its own keys beside them: a key
+    added to its own (here gradient steps) changes FetchSlide only, not the entries that merge the anchor."""
+    text = (REPO / "configs" / "her.yml").read_text(encoding="utf-8")
+    own = "FetchSlide-v4:\n"
+    assert text.count(own) == 1
+    edited = write_config(tmp_path, text.replace(own, own + "  gradient_steps: 77\n"))
+    assert load_run_config(edited, "FetchSlide-v4").learner_kwargs["gradient_steps"] == 77
+    for env_id in MANIPULATION_MERGERS:
+        shipped = load_run_config(REPO / "configs" / "her.yml", env_id)
+        assert load_run_config(edited, env_id).to_entry() == shipped.to_entry()
+        assert shipped.learner_kwargs["gradient_steps"] == 20
+
+
 def test_shipped_jax_config_names_sbx_learners_only() -> None:
     pytest.importorskip("sbx", reason="the SBX entries need the jax extra (pip install her_wrap[jax])")
     learners = {
