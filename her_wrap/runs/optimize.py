@@ -353,22 +353,14 @@ def trial_entry(
     return entry
 
 
-def queue_entry_trial(
-    study: Any,
-    base: ConfigEntry,
-    model_class: str,
-    fixed: Collection[KeyPath],
-    space: Mapping[KeyPath, Distribution] | None = None,
-) -> bool:
-    """Queue the entry's own settings as the first trial of a study that has none; return whether it did.
+def queue_entry_trial(study: Any, params: dict[str, Any]) -> bool:
+    """Queue the entry's own settings (``params``, :func:`entry_params`) as the first trial of a study that
+    has none; return whether it did.
 
     A study that already has trials keeps them (its first trial was the entry's, or the user chose
     otherwise), and one line says so. Two workers that open a new study at the same moment may both queue
     it: the entry then runs twice, which costs a trial and loses nothing.
-
-    :raises UsageError: when the entry's settings are not in the space (:func:`entry_params`)
     """
-    params = entry_params(base.entry, model_class, fixed, space)
     if study.get_trials(deepcopy=False):
         print(
             f"--start-from-entry: study {study.study_name!r} already has trials, so the entry's settings are "
@@ -428,6 +420,10 @@ def optimize(args: argparse.Namespace) -> Any:
     fixed = {parse_override(text)[0] for text in args.hyperparams}
     space = None if args.space is None else load_search_space(args.space)
     sampled_space = None if space is None else {path: d for path, d in space.items() if path not in fixed}
+    # Checked before the study opens: an entry the space cannot sample leaves no empty study behind.
+    entry_trial = (
+        entry_params(base.entry, base_config.model_class, fixed, space) if args.start_from_entry else None
+    )
     n_timesteps = args.n_timesteps or base_config.n_timesteps
     arguments.set_torch_threads(arguments.torch_threads(args.num_threads, base_config.num_threads))
     workers = args.workers or base_config.workers or 1
@@ -456,8 +452,8 @@ def optimize(args: argparse.Namespace) -> Any:
         make_pruner(args.pruner, args.n_startup_trials, args.n_evaluations),
         direction="maximize" if args.minutes_to is None else "minimize",
     )
-    if args.start_from_entry:
-        queue_entry_trial(study, base, base_config.model_class, fixed, space)
+    if entry_trial is not None:
+        queue_entry_trial(study, entry_trial)
     print(
         f"Study {study_name!r} in {hide_password(storage_url)}: {args.n_trials} trials of {n_timesteps} steps "
         f"(HER({base_config.model_class}) on {args.env}, worker {worker_name()})",

@@ -102,16 +102,20 @@ def test_the_first_trial_of_a_new_study_runs_the_entry_and_a_rejoin_queues_it_no
     assert first.user_attrs["entry"] is True and "entry" not in second.user_attrs
 
 
-def test_an_entry_outside_the_space_stops_the_command_before_any_trial(tmp_path: Path) -> None:
+def test_an_entry_outside_the_space_stops_the_command_before_the_study_opens(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     space = tmp_path / "space.yml"
     space.write_text("batch_size: [64, 256]\n")
-    status = cli.main(
-        ["optimize", "--env", "BitFlipping-v0", "--n-trials", "1", "--start-from-entry", "--space", str(space),
-         "-f", str(tmp_path / "logs")]
-    )  # fmt: skip
-    assert status != 0
-    storage = open_storage(f"sqlite:///{tmp_path / 'logs/her/her-BitFlipping-v0-dqn/study.db'}")
-    assert optuna.load_study(study_name="her-BitFlipping-v0-dqn", storage=storage).trials == []
+    shared = tmp_path / "shared.db"
+    argv = ["optimize", "--env", "BitFlipping-v0", "--n-trials", "1", "--start-from-entry", "--space", str(space),
+            "-f", str(tmp_path / "logs")]  # fmt: skip
+    assert cli.main(argv) != 0
+    assert "batch_size" in capsys.readouterr().err
+    # no study file in the log folder, and no empty study left in a storage given with --storage
+    assert not (tmp_path / "logs/her/her-BitFlipping-v0-dqn/study.db").exists()
+    assert cli.main([*argv, "--storage", f"sqlite:///{shared}"]) != 0
+    assert optuna.get_all_study_names(storage=open_storage(f"sqlite:///{shared}")) == []
 
 
 @pytest.mark.parametrize(("same_seed", "expected"), [(True, [7, 7, 7]), (False, [7, 8, 9])])
