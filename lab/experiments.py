@@ -197,7 +197,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # 4.12 and 2.78 minutes to 0.9 against the entry's 4.42) are batch-256 (batch-1024)+learning-starts-2500+
     # n-sampled-goal-4+net-2x128: two hidden layers of 128 (about a quarter of an update's multiply-adds
     # of 2 x 256) and learning from each worker's 2,500th env step instead of its 500th. On seeds 0 and 2
-    # trial 2 reached 0.9 later than the entry (420k and 360k env steps against 280k and 240k).
+    # trial 2 reached 0.9 later than the entry (420k and 360k env steps against 280k and 240k), trial 6
+    # on seed 2 (300k against 240k).
     "net-2x128": ("policy_kwargs.net_arch:[128, 128]",),
     "learning-starts-2500": ("learning_starts:2500",),
     # Greedy actions from a running average of the actor, moved 0.0002 of the way after each actor step (a
