@@ -147,8 +147,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "per": (*UNIFORM_DRAWS, "her.prioritized:true"),
     # Twice the gradient steps per cycle: 40 of batch 2048 every 500 env steps (0.08 per env step).
     "updates-40": ("gradient_steps:40",),
-    # The learning rate decayed linearly from 1e-3 to 0 over the run (the zoo's lin_ form): the last
-    # updates move the networks least, for a steadier final agent.
+    # The learning rate decayed linearly from 1e-3 to 0 over the run (the zoo's lin_ form), so the last
+    # updates move the networks least. On FetchSlide seed 0 its evaluations still swung 0.70-0.96 after 1.5M
+    # env steps, as with the constant rate; its final agent scored 0.86 against 0.82.
     "lr-linear": ("learning_rate:lin_1e-3",),
     # TD3 instead of DDPG (twin critics, target policy smoothing, the actor updated every second step).
     "td3": ("model_class:td3",),
