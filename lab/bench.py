@@ -32,7 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from lab.doc_sections import command_lines
+from lab.doc_sections import command_lines, cpu_model
 
 #: The repository's root: scripts' default pages go under its ``docs/``.
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,7 +191,8 @@ SPEED_PACKAGES = ("torch", "numpy", "mujoco", "gymnasium", "gymnasium-robotics",
 
 
 def host_reading(env_id: str | None = None, seconds: float = 1.0) -> dict[str, Any]:
-    """How fast this machine runs now, for a run's record: one thread's fp32 matmul peak
+    """How fast this machine runs now, for a run's record: the CPU's model and count
+    (:func:`~lab.doc_sections.cpu_model`), one thread's fp32 matmul peak
     (:func:`matmul_peak_gflops`), an update's product in wall-clock time on one thread and on every core
     (:func:`matmul_wall_gflops`, keyed by the thread count), the load average, the versions of
     :data:`SPEED_PACKAGES`, and with ``env_id`` the wall-clock ms of one env step with random actions
@@ -201,6 +202,8 @@ def host_reading(env_id: str | None = None, seconds: float = 1.0) -> dict[str, A
     this says which of the two moved.
     """
     reading: dict[str, Any] = {
+        "cpu": cpu_model(),
+        "cpus": os.cpu_count(),
         "matmul_gflops_one_thread": round(matmul_peak_gflops(), 1),
         "update_matmul_gflops_wall": {
             str(threads): round(matmul_wall_gflops(threads, seconds=seconds), 1)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lab import bench
-from lab.doc_sections import machine_note
+from lab.doc_sections import cpu_model, machine_note
 
 
 def test_stopwatch_sums_the_blocks_run_under_it_and_keeps_each_lap() -> None:
@@ -79,11 +79,15 @@ def test_matmul_wall_gflops_runs_on_the_threads_asked_and_restores_them(
     assert th.get_num_threads() == threads
 
 
-def test_host_reading_names_the_speed_the_load_and_the_versions(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_host_reading_names_the_cpu_the_speed_the_load_and_the_versions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import importlib.metadata
 
     monkeypatch.setattr(bench, "SPEED_PACKAGES", ("torch", "no-such-package-of-her-wrap"))
     reading = bench.host_reading("BitFlippingContinuous-v0", seconds=0.05)
+    assert reading["cpu"] == cpu_model() and reading["cpu"]
+    assert reading["cpus"] == os.cpu_count()
     assert reading["matmul_gflops_one_thread"] > 0.1
     wall = reading["update_matmul_gflops_wall"]
     assert set(wall) == {"1", str(os.cpu_count() or 1)}
