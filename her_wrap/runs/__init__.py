@@ -14,7 +14,8 @@ One job per module:
   (files a kill cannot corrupt), :mod:`~her_wrap.runs.checkpoints`;
 - training: :mod:`~her_wrap.runs.callbacks` (greedy evaluations with :mod:`her_wrap.sb3.evaluation`);
 - the subcommands: :mod:`~her_wrap.runs.train`, :mod:`~her_wrap.runs.enjoy`, :mod:`~her_wrap.runs.plot`,
-  :mod:`~her_wrap.runs.optimize` (with :mod:`~her_wrap.runs.search_spaces` and :mod:`~her_wrap.runs.study_storage`), and
+  :mod:`~her_wrap.runs.optimize` (with :mod:`~her_wrap.runs.search_spaces`, :mod:`~her_wrap.runs.studies` and
+  :mod:`~her_wrap.runs.study_storage`), and
   :mod:`~her_wrap.runs.cli`, which dispatches to them and turns the errors of
   :mod:`~her_wrap.runs.errors` into one line and a documented exit status.
 

@@ -22,8 +22,9 @@ import pytest
 
 from her_wrap.runs.config import load_entry, load_run_config
 from her_wrap.runs.errors import UsageError
-from her_wrap.runs.optimize import open_study, run_study, trial_entry, trial_value, write_results
+from her_wrap.runs.optimize import trial_entry, trial_value, write_results
 from her_wrap.runs.search_spaces import NET_ARCHS, sample_settings
+from her_wrap.runs.studies import open_study, run_study
 from her_wrap.runs.study_storage import hide_password, open_storage, sqlalchemy_url
 
 POSTGRES_URL = os.environ.get("HER_WRAP_TEST_POSTGRES_URL")
@@ -151,7 +152,7 @@ WORKER_SCRIPT = textwrap.dedent(
     """
     import sys, time
     import optuna
-    from her_wrap.runs.optimize import open_study, run_study
+    from her_wrap.runs.studies import open_study, run_study
     from her_wrap.runs.study_storage import open_storage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -170,7 +171,7 @@ SIMULTANEOUS_WORKER_SCRIPT = textwrap.dedent(
     """
     import sys, time
     import optuna
-    from her_wrap.runs.optimize import open_study, run_study
+    from her_wrap.runs.studies import open_study, run_study
     from her_wrap.runs.study_storage import open_storage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -249,7 +250,7 @@ def test_four_optimize_commands_on_one_new_sqlite_study_finish_every_trial(tmp_p
 HANGING_WORKER_SCRIPT = textwrap.dedent(
     """
     import pathlib, sys, time
-    from her_wrap.runs.optimize import open_study, run_study
+    from her_wrap.runs.studies import open_study, run_study
     from her_wrap.runs.study_storage import open_storage
 
     url, name, ready = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])

@@ -12,8 +12,9 @@ from her_wrap.runs import cli
 from her_wrap.runs.arguments import default_config_path
 from her_wrap.runs.config import load_run_config
 from her_wrap.runs.errors import UsageError
-from her_wrap.runs.optimize import add_arguments, open_study
+from her_wrap.runs.optimize import add_arguments
 from her_wrap.runs.search_spaces import Categorical, Uniform, load_search_space, sample_settings
+from her_wrap.runs.studies import open_study
 from her_wrap.runs.study_storage import open_storage
 from her_wrap.runs.trials import TrialEvaluation, best_reached_minutes, minutes_value, train_trial
 
