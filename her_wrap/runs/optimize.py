@@ -31,8 +31,8 @@ that never got there scores more than any that did (:func:`her_wrap.runs.trials.
 (:func:`her_wrap.runs.search_spaces.load_search_space`).
 
 **The entry beside the trials**: ``--start-from-entry`` queues the entry's own values of the searched keys
-as a new study's first trial (:func:`~her_wrap.runs.studies.queue_entry_trial`; its ``entry`` user attribute is true), so the
-recipe as it ships is timed in the same conditions as the settings that would replace it. Each trial
+as a new study's first trial (:func:`~her_wrap.runs.studies.queue_entry_trial`; its ``entry`` user
+attribute is true), so the recipe as it ships is timed in the same conditions as the settings that would replace it. Each trial
 trains on ``--seed`` plus its number; ``--same-seed`` trains every one on ``--seed``, so that two trials
 differ in their settings alone (a winner is then checked on other seeds before it ships).
 
@@ -52,7 +52,8 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from her_wrap.runs import arguments
+from her_wrap.lazy_imports import deprecated_names
+from her_wrap.runs import arguments, studies
 from her_wrap.runs.atomic import atomic_write_text
 from her_wrap.runs.config import ConfigEntry, load_entry
 from her_wrap.runs.env_factory import check_env_id, ensure_registered
@@ -64,16 +65,6 @@ from her_wrap.runs.search_spaces import (
     entry_params,
     load_search_space,
     sample_settings,
-)
-from her_wrap.runs.studies import (
-    PRUNERS,
-    SAMPLERS,
-    make_pruner,
-    make_sampler,
-    open_study,
-    queue_entry_trial,
-    run_study,
-    worker_name,
 )
 from her_wrap.runs.study_storage import DEFAULT_HEARTBEAT_S, hide_password, open_storage
 from her_wrap.runs.trials import (
@@ -116,13 +107,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--sampler",
-        choices=SAMPLERS,
+        choices=studies.SAMPLERS,
         default="tpe",
         help="tpe (default), random, or grid: every combination of a --space file's choices once, in random "
         "order (the study stops when all ran)",
     )
     parser.add_argument(
-        "--pruner", choices=PRUNERS, default="median", help="median (default), halving, hyperband, none"
+        "--pruner",
+        choices=studies.PRUNERS,
+        default="median",
+        help="median (default), halving, hyperband, none",
     )
     parser.add_argument(
         "--n-startup-trials",
@@ -319,21 +313,21 @@ def optimize(args: argparse.Namespace) -> Any:
     if args.heartbeat < 0:
         raise UsageError(f"--heartbeat must be 0 (off) or a number of seconds, got {args.heartbeat}")
     storage = open_storage(storage_url, heartbeat_interval=args.heartbeat or None)
-    study = open_study(
+    study = studies.open_study(
         storage,
         study_name,
-        make_sampler(args.sampler, args.n_startup_trials, args.seed, sampled_space),
-        make_pruner(args.pruner, args.n_startup_trials, args.n_evaluations),
+        studies.make_sampler(args.sampler, args.n_startup_trials, args.seed, sampled_space),
+        studies.make_pruner(args.pruner, args.n_startup_trials, args.n_evaluations),
         direction="maximize" if args.minutes_to is None else "minimize",
     )
     if entry_trial is not None:
-        queue_entry_trial(study, entry_trial)
+        studies.queue_entry_trial(study, entry_trial)
     print(
         f"Study {study_name!r} in {hide_password(storage_url)}: {args.n_trials} trials of {n_timesteps} steps "
-        f"(HER({base_config.model_class}) on {args.env}, worker {worker_name()})",
+        f"(HER({base_config.model_class}) on {args.env}, worker {studies.worker_name()})",
         flush=True,
     )
-    run_study(
+    studies.run_study(
         study,
         make_objective(base, fixed, args, n_timesteps, space, workers=workers, study_dir=study_dir),
         n_trials=args.n_trials,
@@ -356,3 +350,22 @@ def optimize(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     optimize(args)
     return 0
+
+
+#: Names of 0.1.0 that moved to :mod:`her_wrap.runs.studies`: read here, they warn and return the new home's.
+__getattr__ = deprecated_names(
+    __name__,
+    {
+        name: ("her_wrap.runs.studies", name)
+        for name in (
+            "SAMPLERS",
+            "PRUNERS",
+            "make_sampler",
+            "make_pruner",
+            "open_study",
+            "worker_name",
+            "print_trial",
+            "run_study",
+        )
+    },
+)

@@ -127,7 +127,7 @@ def run_study(
 
 
 def queue_entry_trial(study: Any, params: dict[str, Any]) -> bool:
-    """Queue the entry's own settings (``params``, :func:`entry_params`) as the first trial of a study that
+    """Queue the entry's own settings (``params``, :func:`~her_wrap.runs.search_spaces.entry_params`) as the first trial of a study that
     has none; return whether it did.
 
     A study that already has trials keeps them (its first trial was the entry's, or the user chose

@@ -411,3 +411,28 @@ def test_score_last_beyond_the_evaluations_is_refused(capsys: pytest.CaptureFixt
     status = cli.main(["optimize", "--env", "BitFlipping-v0", "--n-evaluations", "3", "--score-last", "4"])
     assert status == 2
     assert "--score-last 4 is more than the 3 evaluations of a trial" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "SAMPLERS",
+        "PRUNERS",
+        "make_sampler",
+        "make_pruner",
+        "open_study",
+        "worker_name",
+        "print_trial",
+        "run_study",
+    ],
+)
+def test_the_study_names_of_0_1_0_still_read_from_optimize_with_a_warning_naming_their_new_home(
+    name: str,
+) -> None:
+    from her_wrap.runs import optimize, studies
+
+    with pytest.warns(
+        DeprecationWarning,
+        match=rf"her_wrap\.runs\.optimize\.{name} is deprecated: use her_wrap\.runs\.studies\.{name}",
+    ):
+        assert getattr(optimize, name) is getattr(studies, name)
