@@ -5,6 +5,9 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# make test runs the test files on this many processes (pytest-xdist; "auto": one per core), each file's
+# tests on one of them so that a file's module fixtures are made once. TEST_WORKERS=0 runs them in turn.
+TEST_WORKERS ?= auto
 
 .PHONY: setup demo test test-slow lint format bench docs docs-serve clean
 
@@ -21,7 +24,7 @@ demo: $(STAMP)
 	$(PY) scripts/demo.py
 
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -m slow $(PYTEST_ARGS)
