@@ -15,7 +15,6 @@ import dataclasses
 import functools
 import os
 import re
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,13 +25,14 @@ import numpy as np
 from her_wrap.core.settings import HindsightSettings
 from her_wrap.runs.arguments import DEFAULT_CONFIG, default_config_path
 from her_wrap.runs.config import load_run_config
-from her_wrap.runs.errors import UsageError
+from her_wrap.runs.errors import StoppedBySignal, UsageError
 from her_wrap.runs.run_config import build_run_config
 from her_wrap.runs.run_layout import RunLayout, layout_of
 from her_wrap.runs.yaml_io import load_yaml_file
 from her_wrap.runs.zoo_translation import parse_literal_strings
 from her_wrap.sb3.learners import LEARNERS
 from lab.results import record_label
+from lab.training_child import train_in_child
 
 #: Env steps between two points of a curve, and fresh episodes per point, of a manipulation row.
 ENTRY_EVAL_FREQ, ENTRY_EVAL_EPISODES = 20_000, 50
@@ -993,14 +993,20 @@ def run_entry(
     )
     command = [sys.executable, "-m", "her_wrap.runs.cli", "train", *arguments, "-f", str(log_folder)]
     print(" ".join(command), flush=True)
-    lines = []
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.append(line)
-            if line.startswith(("Run folder:", "Eval num_timesteps")):
-                print("  " + line.rstrip(), flush=True)
-    if process.returncode != 0:
+    try:
+        completed = train_in_child(
+            command, echo=lambda line: line.startswith(("Run folder:", "Eval num_timesteps"))
+        )
+    except StoppedBySignal:
+        print(
+            f"{task_name} seed {seed}: stopped, no row recorded; resume the run as its stop line says, then "
+            f"record the resumed run's folder: python scripts/robotics_results.py record {task_name} RUN_FOLDER"
+            + (f" --variant {variant}" if variant else ""),
+            flush=True,
+        )
+        raise
+    lines = completed.stdout.splitlines(keepends=True)
+    if completed.returncode != 0:
         raise UsageError(f"her-wrap train failed:\n{''.join(lines[-20:])}")
     run_dir = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("Run folder:"))
     host = {"before": before, "after": host_reading(task.env_id)}

@@ -29,8 +29,10 @@ tables of those pages and README.md, and PNG curves. Three kinds of task:
     python scripts/robotics_results.py stopped fetch-pick-and-place-ddpg logs/her/FetchPickAndPlace-v4_2 \
         --checkpoint 300000 --out docs/experiments/fetch_pick_and_place_seed0.json
 
-  A run longer than one sitting is resumed with ``her-wrap train`` (the row's command and seed, plus ``-i`` on
-  the stopped run folder); ``record`` and ``stopped`` of the new folder take the run across both folders
+  A run longer than one sitting is stopped with SIGTERM or Ctrl-C to this script, which passes it on to its
+  ``her-wrap train`` (:mod:`lab.training_child`): that saves a checkpoint and prints where, and the script
+  exits with 143 (130). It is resumed with ``her-wrap train`` (the row's command and seed, plus ``-i`` on
+  the stopped run folder's checkpoint); ``record`` and ``stopped`` of the new folder take the run across both folders
   (``experiments.check_run``). Resumed with a larger ``-n``, the run is that budget's row
   (``--variant ...+budget-2.5m``).
 
@@ -86,7 +88,7 @@ from her_wrap.runs import presets
 from her_wrap.runs.arguments import default_config_path
 from her_wrap.runs.callbacks import SuccessEvalCallback
 from her_wrap.runs.config import load_run_config
-from her_wrap.runs.errors import UsageError
+from her_wrap.runs.errors import StoppedBySignal, UsageError
 from her_wrap.runs.model_factory import make_action_noise
 from her_wrap.runs.zoo_translation import parse_override_value, set_in
 from lab.doc_sections import replace_section
@@ -571,6 +573,8 @@ def main() -> None:
         args.handler(args)
     except UsageError as error:
         raise SystemExit(str(error)) from None
+    except StoppedBySignal as stop:  # the child saved a checkpoint and said where; the runner said what next
+        raise SystemExit(stop.status) from None
 
 
 if __name__ == "__main__":

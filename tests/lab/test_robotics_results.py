@@ -23,7 +23,7 @@ from her_wrap.runs.arguments import default_config_path
 from her_wrap.runs.config import load_run_config
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.yaml_io import load_yaml_file, write_yaml_file
-from lab import experiments, results
+from lab import experiments, results, training_child
 
 RESULTS_FILE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "robotics_results.json"
 #: A task whose shipped entry trains in one process, and the one whose entry trains on two workers.
@@ -1060,6 +1060,13 @@ def test_a_run_records_the_hosts_speed_just_before_and_just_after_training(
             events.append("training")
             self.stdout = iter([f"Run folder: {tmp_path}\n"])
             self.returncode = 0
+            self.pid = 12345
+
+        def poll(self) -> int:
+            return self.returncode
+
+        def wait(self) -> int:
+            return self.returncode
 
         def __enter__(self) -> Training:
             return self
@@ -1074,7 +1081,7 @@ def test_a_run_records_the_hosts_speed_just_before_and_just_after_training(
         return recorded
 
     monkeypatch.setattr(bench, "host_reading", reading)
-    monkeypatch.setattr(experiments.subprocess, "Popen", Training)
+    monkeypatch.setattr(training_child.subprocess, "Popen", Training)
     monkeypatch.setattr(experiments, "record_entry_run", record)
     task = experiments.ENTRY_TASKS[ONE_PROCESS]
     experiments.run_entry(ONE_PROCESS, task, 3, tmp_path / "logs")

@@ -1,0 +1,162 @@
+"""A runner's child training process: a stop signal to the runner, the child or both saves once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from lab import training_child
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: A stand-in for ``her-wrap train``: it stops on SIGINT or SIGTERM as SignalStop does (announcing the
+#: first signal, exiting without saving on a second), "saves" for a second and prints its stop line.
+CHILD = textwrap.dedent(
+    """
+    import os, signal, sys, time
+
+    received = []
+
+    def handle(signum, frame):
+        received.append(signum)
+        name = signal.Signals(signum).name
+        if len(received) > 1:
+            print(f"{name} again: exiting at once, without saving", flush=True)
+            os._exit(128 + signum)
+        print(f"{name}: stopping after this step to save the agent", flush=True)
+
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)
+    print(f"Run folder: /runs/child-{os.getpid()}", flush=True)
+    for step in range(2000):
+        if received:
+            time.sleep(1.0)
+            print(f"Stopped by {signal.Signals(received[0]).name} at step {step}: saved", flush=True)
+            sys.exit(128 + received[0])
+        print(f"step {step}", flush=True)
+        time.sleep(0.01)
+    print("finished", flush=True)
+    """
+)
+
+#: The runner's wait for the child's own announcement: shorter than CHILD's save, so that a signal passed on
+#: blindly would reach a child that is saving.
+GRACE = 0.4
+
+#: A runner: trains CHILD through train_in_child, echoing its run folder line only.
+RUNNER = textwrap.dedent(
+    """
+    import sys
+    from her_wrap.runs.errors import StoppedBySignal
+    from lab import training_child
+    from lab.training_child import train_in_child
+
+    training_child.RELAY_GRACE_SECONDS = {grace}
+    try:
+        completed = train_in_child([sys.executable, "-c", sys.argv[1]], echo=lambda line: line.startswith("Run"))
+    except StoppedBySignal as stop:
+        print(f"runner: stopped ({stop.status})", flush=True)
+        sys.exit(stop.status)
+    print(f"runner: child exited with {completed.returncode}", flush=True)
+    """
+).replace("{grace}", str(GRACE))
+
+
+def start_runner() -> tuple[subprocess.Popen[str], int]:
+    """Start RUNNER on CHILD, in a session of its own (as a terminal's job); return it and the child's pid
+    once the child is training."""
+    runner = subprocess.Popen(
+        [sys.executable, "-c", RUNNER, CHILD],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=os.environ,
+        start_new_session=True,
+    )
+    assert runner.stdout is not None
+    first = runner.stdout.readline()
+    assert first.startswith("Training in process"), first
+    child = int(first.split()[3].rstrip(":"))
+    assert runner.stdout.readline().strip().startswith("Run folder: /runs/child-")
+    return runner, child
+
+
+def finish(runner: subprocess.Popen[str]) -> list[str]:
+    out, _ = runner.communicate(timeout=30)
+    return out.splitlines()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_the_runner_alone_reaches_the_child_which_saves_and_says_so(signum: int) -> None:
+    runner, _ = start_runner()
+    runner.send_signal(signum)
+    lines = finish(runner)
+    name = signal.Signals(signum).name
+    assert runner.returncode == 128 + signum
+    assert f"  {name}: stopping after this step to save the agent" in lines
+    assert any(line.startswith(f"  Stopped by {name} at step") for line in lines), lines
+    assert lines[-1] == f"runner: stopped ({128 + signum})"
+    assert not any("again" in line for line in lines)
+
+
+def test_a_signal_to_the_runner_and_the_child_both_stops_the_child_once_so_that_it_saves() -> None:
+    runner, child = start_runner()
+    os.kill(child, signal.SIGTERM)
+    runner.send_signal(signal.SIGTERM)
+    lines = finish(runner)
+    assert runner.returncode == 128 + signal.SIGTERM
+    assert any(line.startswith("  Stopped by SIGTERM at step") for line in lines), lines
+    assert not any("again" in line for line in lines), lines
+
+
+def test_ctrl_c_in_the_terminal_stops_the_child_once_so_that_it_saves() -> None:
+    runner, _ = start_runner()
+    os.killpg(runner.pid, signal.SIGINT)  # the terminal's foreground group: the runner's
+    lines = finish(runner)
+    assert runner.returncode == 128 + signal.SIGINT
+    assert any(line.startswith("  Stopped by SIGINT at step") for line in lines), lines
+    assert not any("again" in line for line in lines), lines
+
+
+def test_a_signal_to_the_child_alone_is_a_stop_the_runner_reports_with_the_childs_stop_line() -> None:
+    runner, child = start_runner()
+    os.kill(child, signal.SIGTERM)
+    lines = finish(runner)
+    assert runner.returncode == 128 + signal.SIGTERM
+    assert any(line.startswith("  Stopped by SIGTERM at step") for line in lines), lines
+
+
+def test_a_second_signal_to_the_runner_makes_the_child_exit_at_once() -> None:
+    runner, _ = start_runner()
+    runner.send_signal(signal.SIGTERM)
+    assert runner.stdout is not None
+    started = time.monotonic()
+    announced = runner.stdout.readline()  # the first signal passed on: the child is saving
+    assert announced.strip() == "SIGTERM: stopping after this step to save the agent"
+    assert time.monotonic() - started >= GRACE - 0.1
+    runner.send_signal(signal.SIGTERM)
+    lines = finish(runner)
+    assert "  SIGTERM again: exiting at once, without saving" in lines
+    assert not any(line.startswith("  Stopped by") for line in lines), lines
+
+
+def test_a_child_that_finishes_returns_its_status_and_output_and_restores_the_handlers() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    completed = training_child.train_in_child(
+        [sys.executable, "-c", "print('Run folder: x'); print('done')"], echo=lambda line: False
+    )
+    assert completed.returncode == 0
+    assert completed.stdout == "Run folder: x\ndone\n"
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_child_that_fails_returns_its_status_not_a_stop() -> None:
+    completed = training_child.train_in_child([sys.executable, "-c", "raise SystemExit(143)"], echo=bool)
+    assert completed.returncode == 143  # a status alone, with no stop signal seen, is a failure to report
