@@ -17,7 +17,7 @@ with :func:`resumed_seed` of its seed and step count, so that they do not start 
 
 SIGINT (Ctrl-C) or SIGTERM (a job scheduler about to pre-empt) stops a one-worker run at the next env step,
 and the workers of several at the first step of their next training cycle, all at the same one: the agent, its
-normalization statistics and, with ``--save-replay-buffer``, its replay buffers are saved as the checkpoint of
+normalization statistics and, with ``--save-replay-buffer`` or ``--save-freq``, its replay buffers are saved as the checkpoint of
 that step, one line says where, and the exit status is 128 + the signal's number (130 for SIGINT, 143 for
 SIGTERM); a second signal exits at once, saving nothing more. A run that cannot go on (a corrupt saved agent,
 a full disk, NaN from the env, a diverged learner) ends in one line and status 3, bad input in one line and
@@ -283,7 +283,7 @@ def train(args: argparse.Namespace) -> RunLayout:
             raise RunError(f"{config.env_id}: {error}") from None
         finite.check()
         if stop.stopped_by is not None:
-            _end_stopped(agent, envs, layout, args.save_replay_buffer, stop.stopped_by, worker)
+            _end_stopped(agent, envs, layout, _stop_keeps_replay_buffer(args), stop.stopped_by, worker)
     save_agent(
         agent,
         layout.final_model_path,
@@ -297,6 +297,13 @@ def train(args: argparse.Namespace) -> RunLayout:
         print(f"Last evaluation (step {timesteps}): {last.summary()}", flush=True)
     workers.leave_workers()
     return layout
+
+
+def _stop_keeps_replay_buffer(args: argparse.Namespace) -> bool:
+    """Whether a run stopped by a signal saves its replay buffer with the agent: with
+    ``--save-replay-buffer``, and in a run that checkpoints (``--save-freq``), whose checkpoints keep it, so
+    that resuming from the stop's checkpoint (the newest) loses no transitions."""
+    return bool(args.save_replay_buffer or args.save_freq > 0)
 
 
 def _end_stopped(
@@ -370,7 +377,7 @@ def _follow(
             reset_num_timesteps=reset_num_timesteps,
         )
         if stop.stopped_by is not None:
-            _end_stopped(agent, envs, layout, args.save_replay_buffer, stop.stopped_by, worker)
+            _end_stopped(agent, envs, layout, _stop_keeps_replay_buffer(args), stop.stopped_by, worker)
     if args.save_replay_buffer:
         save_worker_replay_buffer(agent, layout.replay_buffer_path, worker.rank)
     envs.close()

@@ -69,6 +69,26 @@ def test_a_signal_stops_train_with_a_loadable_checkpoint(signum: int, status: in
     assert 0 <= int(np.asarray(action)) < 4
 
 
+@pytest.mark.parametrize(("extra", "kept"), [(("--save-freq", "300"), True), ((), False)])
+def test_a_stopped_run_that_checkpoints_keeps_its_replay_buffer_with_the_stop(
+    extra: tuple[str, ...], kept: bool, tmp_path: Path
+) -> None:
+    """Resuming takes the newest checkpoint, the stop's: in a run that checkpoints its replay buffer, that
+    one keeps it too (else the resumed run would start on an empty buffer)."""
+    returncode, rest, err = signal_once_training(
+        _train_command(tmp_path, "-n", "1e7", *extra), signal.SIGTERM, settle_s=2.0
+    )
+    assert returncode == 143, err
+    (line,) = [line for line in rest.splitlines() if line.startswith("Stopped by")]
+    run_dir = _run_folder(tmp_path)
+    stopped_at = int(line.split(" at step ")[1].split(":")[0])
+    assert checkpoint_timesteps(run_dir)[-1] == stopped_at
+    assert (run_dir / f"rl_model_replay_buffer_{stopped_at}_steps.pkl").is_file() is kept
+    assert sorted(path.name for path in run_dir.glob("rl_model_replay_buffer_*")) == (
+        [f"rl_model_replay_buffer_{stopped_at}_steps.pkl"] if kept else []
+    )
+
+
 def test_train_help_documents_the_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         cli.main(["train", "--help"])
