@@ -94,44 +94,39 @@ def finish(runner: subprocess.Popen[str]) -> list[str]:
     return [*out.splitlines(), f"status {runner.returncode}"]
 
 
+def assert_saved_once(lines: list[str], signum: int) -> None:
+    """The runner's lines show the child's one stop on ``signum``, saved, and the runner's matching status."""
+    name = signal.Signals(signum).name
+    assert lines[-1] == f"status {128 + signum}", lines
+    assert any(line.startswith(f"  Stopped by {name} at step") for line in lines), lines
+    assert not any("again" in line for line in lines), lines
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_to_the_runner_alone_reaches_the_child_which_saves_and_says_so(signum: int) -> None:
     runner, _ = start_runner()
     runner.send_signal(signum)
     lines = finish(runner)
-    name = signal.Signals(signum).name
-    assert lines[-1] == f"status {128 + signum}", lines
-    assert f"  {name}: stopping after this step to save the agent" in lines
-    assert any(line.startswith(f"  Stopped by {name} at step") for line in lines), lines
+    assert_saved_once(lines, signum)
+    assert f"  {signal.Signals(signum).name}: stopping after this step to save the agent" in lines
     assert lines[-2] == f"runner: stopped ({128 + signum})"
-    assert not any("again" in line for line in lines)
 
 
-def test_a_signal_to_the_runner_and_the_child_both_stops_the_child_once_so_that_it_saves() -> None:
+@pytest.mark.parametrize("runner_too", [True, False], ids=["runner-and-child", "child-alone"])
+def test_a_signal_to_the_child_with_or_without_the_runner_stops_it_once_so_that_it_saves(
+    runner_too: bool,
+) -> None:
     runner, child = start_runner()
     os.kill(child, signal.SIGTERM)
-    runner.send_signal(signal.SIGTERM)
-    lines = finish(runner)
-    assert lines[-1] == f"status {128 + signal.SIGTERM}", lines
-    assert any(line.startswith("  Stopped by SIGTERM at step") for line in lines), lines
-    assert not any("again" in line for line in lines), lines
+    if runner_too:
+        runner.send_signal(signal.SIGTERM)
+    assert_saved_once(finish(runner), signal.SIGTERM)
 
 
 def test_ctrl_c_in_the_terminal_stops_the_child_once_so_that_it_saves() -> None:
     runner, _ = start_runner()
     os.killpg(runner.pid, signal.SIGINT)  # the terminal's foreground group: the runner's
-    lines = finish(runner)
-    assert lines[-1] == f"status {128 + signal.SIGINT}", lines
-    assert any(line.startswith("  Stopped by SIGINT at step") for line in lines), lines
-    assert not any("again" in line for line in lines), lines
-
-
-def test_a_signal_to_the_child_alone_is_a_stop_the_runner_reports_with_the_childs_stop_line() -> None:
-    runner, child = start_runner()
-    os.kill(child, signal.SIGTERM)
-    lines = finish(runner)
-    assert lines[-1] == f"status {128 + signal.SIGTERM}", lines
-    assert any(line.startswith("  Stopped by SIGTERM at step") for line in lines), lines
+    assert_saved_once(finish(runner), signal.SIGINT)
 
 
 def test_a_second_signal_to_the_runner_makes_the_child_exit_at_once() -> None:
