@@ -32,8 +32,8 @@ tables of those pages and README.md, and PNG curves. Three kinds of task:
   A run longer than one sitting is stopped with SIGTERM or Ctrl-C to this script, which passes it on to its
   ``her-wrap train`` (:mod:`lab.training_child`): that saves a checkpoint and prints where, and the script
   exits with 143 (130). It is resumed with ``her-wrap train`` (the row's command and seed, plus ``-i`` on
-  the stopped run folder's checkpoint); ``record`` and ``stopped`` of the new folder take the run across both folders
-  (``experiments.check_run``). Resumed with a larger ``-n``, the run is that budget's row
+  the stopped run folder's checkpoint); ``record`` and ``stopped`` of the new folder take the run across
+  both folders (``experiments.check_run``). Resumed with a larger ``-n``, the run is that budget's row
   (``--variant ...+budget-2.5m``).
 
 - references: stable-baselines3's own learner and ``HerReplayBuffer`` with rl-baselines3-zoo's entry for

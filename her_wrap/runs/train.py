@@ -17,8 +17,8 @@ with :func:`resumed_seed` of its seed and step count, so that they do not start 
 
 SIGINT (Ctrl-C) or SIGTERM (a job scheduler about to pre-empt) stops a one-worker run at the next env step,
 and the workers of several at the first step of their next training cycle, all at the same one: the agent, its
-normalization statistics and, with ``--save-replay-buffer`` or ``--save-freq``, its replay buffers are saved as the checkpoint of
-that step, one line says where, and the exit status is 128 + the signal's number (130 for SIGINT, 143 for
+normalization statistics and, with ``--save-replay-buffer`` or ``--save-freq``, its replay buffers are saved
+as the checkpoint of that step, one line says where, and the exit status is 128 + the signal's number (130 for SIGINT, 143 for
 SIGTERM); a second signal exits at once, saving nothing more. A run that cannot go on (a corrupt saved agent,
 a full disk, NaN from the env, a diverged learner) ends in one line and status 3, bad input in one line and
 status 2; docs/troubleshooting.md says what to do in each case.
