@@ -18,11 +18,10 @@ import threading
 from collections.abc import Callable, Sequence
 
 from her_wrap.runs.errors import StoppedBySignal, signal_status
+from her_wrap.runs.launcher import STOP_SIGNALS
 
 #: Seconds the runner waits, after a signal, for the child to say it received the same signal.
 RELAY_GRACE_SECONDS = 2.0
-#: The signals a runner passes on (those ``her-wrap train`` stops and saves at).
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class _Relay:
