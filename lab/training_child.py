@@ -17,8 +17,8 @@ import subprocess
 import threading
 from collections.abc import Callable, Sequence
 
-from her_wrap.runs.errors import StoppedBySignal, signal_status
-from her_wrap.runs.launcher import STOP_SIGNALS
+from her_wrap.runs.callbacks import announces_stop
+from her_wrap.runs.errors import STOP_SIGNALS, StoppedBySignal, signal_status
 
 #: Seconds the runner waits, after a signal, for the child to say it received the same signal.
 RELAY_GRACE_SECONDS = 2.0
@@ -50,7 +50,7 @@ class _Relay:
 
     def saw(self, line: str) -> None:
         """Note one line of the child's output: whether it says the child received a stop signal."""
-        if any(line.startswith(f"{signal.Signals(signum).name}: stopping") for signum in STOP_SIGNALS):
+        if announces_stop(line):
             self._child_announced.set()
 
     def _pass_on_unless_announced(self, signum: int) -> None:

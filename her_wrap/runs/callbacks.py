@@ -23,7 +23,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from her_wrap.runs.atomic import atomic_write
 from her_wrap.runs.checkpoints import checkpoint_paths, save_agent, save_checkpoint
-from her_wrap.runs.errors import RunError, signal_status
+from her_wrap.runs.errors import STOP_SIGNALS, RunError, signal_status
 from her_wrap.sb3.evaluation import EvaluationResult, evaluate_agent
 
 if TYPE_CHECKING:
@@ -230,6 +230,17 @@ class CheckpointCallback(BaseCallback):
                 print(f"Saved checkpoint {saved.model}", flush=True)
 
 
+def stop_announcement(signum: int) -> str:
+    """How a run's first line after a stop signal begins (``"SIGTERM: stopping"``): a process that runs
+    ``her-wrap train`` and reads its output tells by it that the run received the signal itself and saves."""
+    return f"{signal.Signals(signum).name}: stopping"
+
+
+def announces_stop(line: str) -> bool:
+    """Whether ``line`` is a run's announcement that it received SIGINT or SIGTERM (:func:`stop_announcement`)."""
+    return any(line.startswith(stop_announcement(signum)) for signum in STOP_SIGNALS)
+
+
 class SignalStop(BaseCallback):
     """End training at the next env step once SIGINT or SIGTERM arrives; a second one exits at once.
 
@@ -248,8 +259,6 @@ class SignalStop(BaseCallback):
     :param synchronized: whether this is one worker of several
     :param announce: whether to print that a signal arrived (one worker of several does)
     """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self, synchronized: bool = False, announce: bool = True) -> None:
         super().__init__(verbose=0)
@@ -279,10 +288,14 @@ class SignalStop(BaseCallback):
             os._exit(signal_status(signum))
         self.received = signum
         if self.announce and self.synchronized:  # the launcher says what a second signal does
-            print(f"{name}: stopping at the workers' next training cycle to save the agent", flush=True)
+            print(
+                f"{stop_announcement(signum)} at the workers' next training cycle to save the agent",
+                flush=True,
+            )
         elif self.announce:
             print(
-                f"{name}: stopping after this step to save the agent ({name} again exits at once)", flush=True
+                f"{stop_announcement(signum)} after this step to save the agent ({name} again exits at once)",
+                flush=True,
             )
 
     @contextlib.contextmanager
@@ -292,7 +305,7 @@ class SignalStop(BaseCallback):
         if threading.current_thread() is not threading.main_thread():
             yield self
             return
-        previous = {signum: signal.signal(signum, self._handle) for signum in self.SIGNALS}
+        previous = {signum: signal.signal(signum, self._handle) for signum in STOP_SIGNALS}
         try:
             yield self
         finally:

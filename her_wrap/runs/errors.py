@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 #: Exit status of ``her-wrap`` for a :class:`UsageError`.
 EXIT_USAGE = 2
 #: Exit status of ``her-wrap`` for a :class:`RunError`.
@@ -26,6 +28,11 @@ class RunError(Exception):
     prints it without a traceback and exits with status 3; the run folder keeps every file completed
     before it (the previous checkpoint included).
     """
+
+
+#: The signals that stop a run after it saves what it has (:class:`her_wrap.runs.callbacks.SignalStop`): Ctrl-C's
+#: and a job scheduler's.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def signal_status(signum: int) -> int:

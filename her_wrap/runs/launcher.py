@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from her_wrap.runs.arguments import positive_int
-from her_wrap.runs.errors import EXIT_USAGE, StoppedBySignal, UsageError, signal_status
+from her_wrap.runs.errors import EXIT_USAGE, STOP_SIGNALS, StoppedBySignal, UsageError, signal_status
 from her_wrap.runs.workers import (
     DEFAULT_TIMEOUT_S,
     EXIT_PEER_LOST,
@@ -284,10 +284,6 @@ def _launch_once(
         _stop(processes)
         for signum, handler in previous_handlers.items():
             signal.signal(signum, handler)
-
-
-#: The signals that stop a run of several workers after they save (:class:`her_wrap.runs.callbacks.SignalStop`).
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class _Signalled(Exception):

@@ -20,7 +20,7 @@ from her_wrap import HER, BitFlippingEnv
 from her_wrap.envs.checks import NonFiniteDataError, check_finite_step
 from her_wrap.runs import cli
 from her_wrap.runs.atomic import TEMPORARY_PREFIX, atomic_write, atomic_write_text
-from her_wrap.runs.callbacks import FiniteParameters, SignalStop
+from her_wrap.runs.callbacks import FiniteParameters, SignalStop, announces_stop
 from her_wrap.runs.checkpoints import checkpoint_timesteps, resolve_saved_agent
 from her_wrap.runs.errors import RunError
 
@@ -123,6 +123,26 @@ def test_a_worker_takes_the_same_signal_again_for_the_same_stop(monkeypatch: pyt
     one_process._handle(signal.SIGTERM, None)
     one_process._handle(signal.SIGTERM, None)
     assert exits == [130, 143]
+
+
+@pytest.mark.parametrize("synchronized", [False, True])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_is_announced_in_the_words_a_reader_of_the_run_recognises(
+    signum: int, synchronized: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A process that runs ``her-wrap train`` (the lab's results runner) tells by the run's first line
+    after a signal that the run saves on its own; a second signal's line is not that announcement."""
+    exits: list[int] = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    stop = SignalStop(synchronized=synchronized)
+    stop._handle(signum, None)
+    (first,) = capsys.readouterr().out.splitlines()
+    assert announces_stop(first), first
+    other = signal.SIGINT if signum == signal.SIGTERM else signal.SIGTERM
+    stop._handle(other, None)
+    again = capsys.readouterr().out.splitlines()[0]
+    assert exits and "again" in again and not announces_stop(again), again
+    assert not announces_stop("Saved checkpoint /runs/rl_model_100_steps.zip")
 
 
 def test_signal_handlers_are_restored_after_training() -> None:
