@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -241,6 +242,23 @@ def announces_stop(line: str) -> bool:
     return any(line.startswith(stop_announcement(signum)) for signum in STOP_SIGNALS)
 
 
+def _say_from_handler(line: str) -> None:
+    """Print ``line`` from a signal handler.
+
+    A handler runs wherever the main thread is, possibly inside a write to stdout that the signal
+    interrupted (a full pipe to the process reading the run's output): printing there raises
+    ``RuntimeError: reentrant call`` into the training loop. The line then goes straight to stdout's file
+    descriptor instead.
+    """
+    try:
+        print(line, flush=True)
+    except RuntimeError:
+        try:
+            os.write(sys.stdout.fileno(), f"{line}\n".encode())
+        except (OSError, ValueError, AttributeError):
+            pass  # stdout has no descriptor (or it is closed): the run goes on without the line
+
+
 class SignalStop(BaseCallback):
     """End training at the next env step once SIGINT or SIGTERM arrives; a second one exits at once.
 
@@ -284,18 +302,16 @@ class SignalStop(BaseCallback):
         if self.received is not None:
             if self.synchronized and signum == self.received:
                 return  # the same stop, delivered both by the scheduler and by the launcher
-            print(f"{name} again: exiting at once, without saving", flush=True)
+            _say_from_handler(f"{name} again: exiting at once, without saving")
             os._exit(signal_status(signum))
         self.received = signum
         if self.announce and self.synchronized:  # the launcher says what a second signal does
-            print(
-                f"{stop_announcement(signum)} at the workers' next training cycle to save the agent",
-                flush=True,
+            _say_from_handler(
+                f"{stop_announcement(signum)} at the workers' next training cycle to save the agent"
             )
         elif self.announce:
-            print(
-                f"{stop_announcement(signum)} after this step to save the agent ({name} again exits at once)",
-                flush=True,
+            _say_from_handler(
+                f"{stop_announcement(signum)} after this step to save the agent ({name} again exits at once)"
             )
 
     @contextlib.contextmanager

@@ -145,6 +145,44 @@ def test_a_stop_is_announced_in_the_words_a_reader_of_the_run_recognises(
     assert not announces_stop("Saved checkpoint /runs/rl_model_100_steps.zip")
 
 
+class _WriteInProgress:
+    """A stdout that a signal interrupted inside a write: writing again raises, as CPython's buffered
+    writer does for a reentrant call, and its file descriptor is ``fd``."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def write(self, text: str) -> int:
+        raise RuntimeError("reentrant call inside <_io.BufferedWriter name='<stdout>'>")
+
+    def flush(self) -> None:
+        raise RuntimeError("reentrant call inside <_io.BufferedWriter name='<stdout>'>")
+
+    def fileno(self) -> int:
+        return self.fd
+
+
+def test_a_signal_inside_a_write_to_stdout_is_still_announced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A handler's ``print`` that lands inside a print raises ``RuntimeError: reentrant call`` into the
+    training loop: the announcement goes to stdout's file descriptor instead, and the run goes on to save."""
+    read_end, write_end = os.pipe()
+    try:
+        monkeypatch.setattr(sys, "stdout", _WriteInProgress(write_end))
+        stop = SignalStop()
+        stop._handle(signal.SIGTERM, None)
+        os.close(write_end)
+        write_end = -1
+        with os.fdopen(read_end) as announced:
+            read_end = -1
+            lines = announced.read().splitlines()
+    finally:
+        for fd in (read_end, write_end):
+            if fd >= 0:
+                os.close(fd)
+    assert stop.received == signal.SIGTERM and not stop._on_step()
+    assert len(lines) == 1 and announces_stop(lines[0]), lines
+
+
 def test_signal_handlers_are_restored_after_training() -> None:
     before = signal.getsignal(signal.SIGTERM)
     with SignalStop().handling() as stop:
