@@ -6,8 +6,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from her_wrap.core.goal_selection import GoalSelectionStrategy
+
+# Property tests check results, not speed (speed lives in scripts/bench_*.py): no per-example deadline, which a
+# loaded machine would turn into failures.
+settings.register_profile("her_wrap", deadline=None)
+settings.load_profile("her_wrap")
 
 
 @pytest.fixture(scope="session")

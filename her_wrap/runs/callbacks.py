@@ -238,8 +238,11 @@ def stop_announcement(signum: int) -> str:
 
 
 def announces_stop(line: str) -> bool:
-    """Whether ``line`` is a run's announcement that it received SIGINT or SIGTERM (:func:`stop_announcement`)."""
-    return any(line.startswith(stop_announcement(signum)) for signum in STOP_SIGNALS)
+    """Whether ``line`` holds a run's announcement that it received SIGINT or SIGTERM (:func:`stop_announcement`).
+
+    The announcement may follow the start of another line: a signal handler runs between a ``print``'s text
+    and its line end."""
+    return any(stop_announcement(signum) in line for signum in STOP_SIGNALS)
 
 
 def _say_from_handler(line: str) -> None:

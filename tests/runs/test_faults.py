@@ -143,6 +143,7 @@ def test_a_stop_is_announced_in_the_words_a_reader_of_the_run_recognises(
     again = capsys.readouterr().out.splitlines()[0]
     assert exits and "again" in again and not announces_stop(again), again
     assert not announces_stop("Saved checkpoint /runs/rl_model_100_steps.zip")
+    assert announces_stop(f"| time/ {first}")  # printed between another line's text and its end
 
 
 class _WriteInProgress:
