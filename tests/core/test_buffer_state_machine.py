@@ -139,5 +139,5 @@ class BufferAgainstModel(RuleBasedStateMachine):
 
 TestBufferAgainstModel = BufferAgainstModel.TestCase
 TestBufferAgainstModel.settings = settings(
-    max_examples=60, stateful_step_count=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=60, stateful_step_count=50, suppress_health_check=[HealthCheck.too_slow]
 )

@@ -74,7 +74,7 @@ def test_pick_frequencies_follow_priorities() -> None:
     assert np.mean(picks == 5) == pytest.approx(0.25, abs=0.05)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50)
 @given(
     st.lists(st.floats(0.0, 1e6), min_size=LARGE, max_size=LARGE),
     st.integers(0, 2**32 - 1),
@@ -193,7 +193,7 @@ def test_eps_zero_is_accepted(variant: type[LaBER]) -> None:
     assert variant(B, M, eps=0).eps == 0.0
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50)
 @given(
     priorities=st.lists(st.sampled_from([0.0, 0.0, 1e-300, 0.5, 3.0]), min_size=LARGE, max_size=LARGE).filter(
         lambda values: max(values) > 0

@@ -40,7 +40,7 @@ def _reference(capacity: int, batches: list[tuple[list[int], list[float]]]) -> n
     return expected
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(_updates())
 def test_total_equals_numpy_sum_after_random_updates(case: tuple[int, list]) -> None:
     capacity, batches = case
@@ -50,7 +50,7 @@ def test_total_equals_numpy_sum_after_random_updates(case: tuple[int, list]) -> 
     assert tree.total() == pytest.approx(_reference(capacity, batches).sum(), rel=1e-12, abs=1e-9)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(_updates())
 def test_get_returns_last_written_value_per_slot(case: tuple[int, list]) -> None:
     capacity, batches = case
@@ -132,7 +132,7 @@ def _sparse_tree(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
     return values, fractions
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(_sparse_tree())
 def test_find_never_returns_a_zero_valued_leaf(case: tuple[np.ndarray, np.ndarray]) -> None:
     values, fractions = case
@@ -142,7 +142,7 @@ def test_find_never_returns_a_zero_valued_leaf(case: tuple[np.ndarray, np.ndarra
     assert np.all(tree.get(found) > 0)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(_sparse_tree())
 def test_find_never_returns_an_index_outside_capacity(case: tuple[np.ndarray, np.ndarray]) -> None:
     values, fractions = case

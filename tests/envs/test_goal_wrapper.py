@@ -160,7 +160,7 @@ def test_discrete_part_is_one_hot_at_value_minus_start() -> None:
 
 @pytest.mark.parametrize("case", SPACES)
 @pytest.mark.parametrize("batch_shape", [(), (5,), (2, 3)], ids=["single", "batch", "two_batch_dims"])
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=10)
 @given(seed=st.integers(0, 2**31 - 1))
 def test_dict_to_flat_to_dict_gives_back_the_dict(case: str, batch_shape: tuple[int, ...], seed: int) -> None:
     wrapper = make_wrapper(case)
