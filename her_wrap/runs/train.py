@@ -27,11 +27,12 @@ status 2; docs/troubleshooting.md says what to do in each case.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import shutil
 import signal
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
@@ -59,6 +60,9 @@ from her_wrap.runs.env_factory import (
 from her_wrap.runs.errors import RunError, StoppedBySignal, UsageError
 from her_wrap.runs.run_layout import RunLayout, new_run
 from her_wrap.runs.yaml_io import write_yaml_file
+
+if TYPE_CHECKING:
+    from her_wrap.runs.callbacks import SignalStop
 
 #: Env steps between two checks that the learner's parameters are finite (a divisor of ``--save-freq``
 #: is used instead when it is smaller, so that every checkpoint is checked).
@@ -174,11 +178,23 @@ def _config_source(args: argparse.Namespace, saved: SavedAgent | None) -> Path:
 
 def train(args: argparse.Namespace) -> RunLayout:
     """Run ``her-wrap train`` with parsed arguments; return the layout of the new run folder."""
-    from her_wrap.runs.callbacks import CheckpointCallback, FiniteParameters, SignalStop, SuccessEvalCallback
-    from her_wrap.runs.model_factory import build_agent
+    from her_wrap.runs.callbacks import SignalStop
 
     ensure_registered(args.env)
     worker = workers.join_workers(args)  # rank 0 of 1 unless started as one of several workers
+    # Several workers stop at the same step. They take the stop's signals from the start: the launcher passes
+    # a stop on to every worker, and one still setting up then stops with the others instead of dying of it.
+    stop = SignalStop(synchronized=worker.world > 1, announce=worker.leads)
+    with stop.handling() if worker.world > 1 else contextlib.nullcontext():
+        return _train(args, worker, stop)
+
+
+def _train(args: argparse.Namespace, worker: workers.Worker, stop: SignalStop) -> RunLayout:
+    """:func:`train` once this process joined its workers; ``stop`` handles the signals that stop the run
+    (one process: from the line that says training starts)."""
+    from her_wrap.runs.callbacks import CheckpointCallback, FiniteParameters, SuccessEvalCallback
+    from her_wrap.runs.model_factory import build_agent
+
     workers.resume_restarted_run(args)  # a restarted group goes on from its newest checkpoint
     saved = resolve_saved_agent(args.trained_agent) if args.trained_agent is not None else None
     if saved is not None and saved.run is not None and worker.leads:
@@ -227,7 +243,14 @@ def train(args: argparse.Namespace) -> RunLayout:
         raise
     if not worker.leads:
         return _follow(
-            agent, envs, remaining, args, worker=worker, reset_num_timesteps=saved is None, layout=layout
+            agent,
+            envs,
+            remaining,
+            args,
+            worker=worker,
+            stop=stop,
+            reset_num_timesteps=saved is None,
+            layout=layout,
         )
 
     write_yaml_file(layout.config_path, {config.env_id: config.to_entry()})
@@ -241,32 +264,33 @@ def train(args: argparse.Namespace) -> RunLayout:
         initial_timesteps=initial_timesteps,
     )
     write_yaml_file(layout.args_path, recorded)
-    print(f"Run folder: {layout.run_dir}", flush=True)
-    print(
-        f"Training HER({config.model_class}, {config.policy}) on {config.env_id} for {remaining} steps "
-        f"{f'on each of {worker.world} workers ({remaining * worker.world} in all) ' if worker.world > 1 else ''}"
-        f"(seed {seed}{f', from step {initial_timesteps}' if initial_timesteps else ''})",
-        flush=True,
-    )
-
-    evaluation = SuccessEvalCallback(
-        agent,
-        envs.evaluate,
-        eval_freq=args.eval_freq,
-        n_eval_episodes=args.eval_episodes,
-        evaluations_path=layout.evaluations_path,
-        best_model_path=layout.best_model_path,
-        verbose=args.verbose,
-    )
-    checkpoints = CheckpointCallback(
-        agent, layout.run_dir, args.save_freq, verbose=args.verbose, synchronize=worker.synchronize
-    )
-    # Checked whenever a checkpoint falls due, so that none holds a diverged learner.
-    every = math.gcd(FINITE_CHECK_STEPS, args.save_freq) if args.save_freq > 0 else FINITE_CHECK_STEPS
-    finite = FiniteParameters(every, lambda: newest_checkpoint(layout.run_dir))
-    stop = SignalStop(synchronized=worker.world > 1)  # several workers stop at the same step
-    # A stopped run saves with the handlers still on: a repeat of the stop's signal is still the stop.
+    # From the line that says training starts, a stop's signal saves the agent (a process that signals the
+    # run once it reads that line, as an optimize trial does, finds it stopping well). A stopped run saves
+    # with the handlers still on: a repeat of the stop's signal is still the stop.
     with stop.handling():
+        print(f"Run folder: {layout.run_dir}", flush=True)
+        print(
+            f"Training HER({config.model_class}, {config.policy}) on {config.env_id} for {remaining} steps "
+            f"{f'on each of {worker.world} workers ({remaining * worker.world} in all) ' if worker.world > 1 else ''}"
+            f"(seed {seed}{f', from step {initial_timesteps}' if initial_timesteps else ''})",
+            flush=True,
+        )
+
+        evaluation = SuccessEvalCallback(
+            agent,
+            envs.evaluate,
+            eval_freq=args.eval_freq,
+            n_eval_episodes=args.eval_episodes,
+            evaluations_path=layout.evaluations_path,
+            best_model_path=layout.best_model_path,
+            verbose=args.verbose,
+        )
+        checkpoints = CheckpointCallback(
+            agent, layout.run_dir, args.save_freq, verbose=args.verbose, synchronize=worker.synchronize
+        )
+        # Checked whenever a checkpoint falls due, so that none holds a diverged learner.
+        every = math.gcd(FINITE_CHECK_STEPS, args.save_freq) if args.save_freq > 0 else FINITE_CHECK_STEPS
+        finite = FiniteParameters(every, lambda: newest_checkpoint(layout.run_dir))
         try:
             agent.learn(
                 remaining,
@@ -352,12 +376,13 @@ def _follow(
     args: argparse.Namespace,
     *,
     worker: workers.Worker,
+    stop: SignalStop,
     reset_num_timesteps: bool,
     layout: RunLayout,
 ) -> RunLayout:
     """Train as a worker other than rank 0: no evaluation and no logs; its replay buffer saved with each
     checkpoint (and at the end with ``--save-replay-buffer``), beside rank 0's."""
-    from her_wrap.runs.callbacks import CheckpointCallback, SignalStop
+    from her_wrap.runs.callbacks import CheckpointCallback
 
     if not layout.run_dir.is_dir() and (args.save_freq > 0 or args.save_replay_buffer):
         print(
@@ -368,7 +393,6 @@ def _follow(
     checkpoints = CheckpointCallback(
         agent, layout.run_dir, args.save_freq, verbose=0, rank=worker.rank, synchronize=worker.synchronize
     )
-    stop = SignalStop(synchronized=True, announce=False)
     with stop.handling():
         agent.learn(
             remaining,

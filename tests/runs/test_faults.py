@@ -19,10 +19,12 @@ from cli_processes import environment, signal_once_training
 from her_wrap import HER, BitFlippingEnv
 from her_wrap.envs.checks import NonFiniteDataError, check_finite_step
 from her_wrap.runs import cli
+from her_wrap.runs import train as train_module
 from her_wrap.runs.atomic import TEMPORARY_PREFIX, atomic_write, atomic_write_text
 from her_wrap.runs.callbacks import FiniteParameters, SignalStop, announces_stop
 from her_wrap.runs.checkpoints import checkpoint_timesteps, resolve_saved_agent
 from her_wrap.runs.errors import RunError
+from her_wrap.runs.workers import Worker
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The shipped bit-flipping entry, small enough to train in seconds.
@@ -182,6 +184,44 @@ def test_a_signal_inside_a_write_to_stdout_is_still_announced(monkeypatch: pytes
                 os.close(fd)
     assert stop.received == signal.SIGTERM and not stop._on_step()
     assert len(lines) == 1 and announces_stop(lines[0]), lines
+
+
+class _SettingUp(Exception):
+    """Where the test ends a worker's setup."""
+
+
+def test_a_worker_of_several_takes_a_stop_that_comes_while_it_sets_up(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The launcher passes a stop on to every worker: one still building its envs stops with the others at
+    their first training cycle instead of dying of the signal (and leaving them without a partner)."""
+    monkeypatch.setattr(train_module.workers, "join_workers", lambda args: Worker(rank=1, world=2))
+    monkeypatch.setattr(train_module.workers, "resume_restarted_run", lambda args: None)
+    # One of two workers with no group to talk to: rank 0's seed and run folder are its own.
+    monkeypatch.setattr(Worker, "seed", lambda self, seed: seed)
+    monkeypatch.setattr(Worker, "run_dir", lambda self, create: tmp_path / "her" / "BitFlipping-v0_1")
+    handled_by: list[Any] = []
+
+    def setting_up(*args: Any, **kwargs: Any) -> None:
+        signal.raise_signal(signal.SIGTERM)  # the launcher's stop, passed on
+        handled_by.append(signal.getsignal(signal.SIGTERM))
+        raise _SettingUp
+
+    monkeypatch.setattr(train_module, "make_training_envs", setting_up)
+    reached_the_process: list[int] = []
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: reached_the_process.append(signum))
+    try:
+        args = cli.build_parser().parse_args(
+            ["train", "--env", "BitFlipping-v0", "-f", str(tmp_path), *SMALL_BITS]
+        )
+        with pytest.raises(_SettingUp):
+            train_module.train(args)
+        assert reached_the_process == []
+        (handler,) = handled_by
+        assert isinstance(handler.__self__, SignalStop) and handler.__self__.received == signal.SIGTERM
+        assert signal.getsignal(signal.SIGTERM) is not handler  # the process's own again
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def test_signal_handlers_are_restored_after_training() -> None:

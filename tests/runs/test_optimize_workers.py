@@ -67,6 +67,19 @@ def test_a_worker_trial_stops_at_its_training_time_budget(tmp_path: Path) -> Non
     assert time.monotonic() - started < 120
 
 
+def test_a_worker_trial_whose_budget_ends_as_it_starts_training_still_ends_with_an_evaluation(
+    tmp_path: Path,
+) -> None:
+    """A budget spent before the workers are in their training loop (a loaded machine) still stops the run
+    well: the stop comes at their first step at the latest, with its evaluation."""
+    evaluations = train_trial_in_workers(
+        _config(), workers=2, folder=tmp_path / "trial", n_timesteps=1_000_000, n_evaluations=2_500,
+        eval_episodes=2, seed=0, report=lambda evaluation: True, max_train_seconds=0.0,
+    )  # fmt: skip
+    assert evaluations, "the run ended without the evaluation of its stop"
+    assert evaluations[-1].env_steps < 2 * 1_000_000  # stopped
+
+
 def test_a_failed_worker_trials_run_is_kept_with_its_output(tmp_path: Path) -> None:
     folder = tmp_path / "trial"
     with pytest.raises(RunError, match="a trial's run on 2 workers failed with status") as failure:

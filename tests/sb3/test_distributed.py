@@ -721,25 +721,30 @@ def test_a_worker_without_its_own_saved_replay_buffer_resumes_with_worker_0s(tmp
 
 
 @pytest.mark.parametrize(
-    ("signum", "status", "every_process"),
+    ("signum", "status", "every_process", "settle_s"),
     [
         # The default run keeps the case a job scheduler makes (each worker gets the signal twice).
-        pytest.param(signal.SIGTERM, 143, False, id="SIGTERM", marks=pytest.mark.slow),
-        pytest.param(signal.SIGINT, 130, False, id="SIGINT", marks=pytest.mark.slow),
-        pytest.param(signal.SIGTERM, 143, True, id="SIGTERM-to-every-process"),
-        pytest.param(signal.SIGTERM, 143, "workers", id="SIGTERM-to-the-workers", marks=pytest.mark.slow),
+        pytest.param(signal.SIGTERM, 143, False, 3.0, id="SIGTERM", marks=pytest.mark.slow),
+        pytest.param(signal.SIGINT, 130, False, 3.0, id="SIGINT", marks=pytest.mark.slow),
+        pytest.param(signal.SIGTERM, 143, True, 3.0, id="SIGTERM-to-every-process"),
+        pytest.param(
+            signal.SIGTERM, 143, "workers", 3.0, id="SIGTERM-to-the-workers", marks=pytest.mark.slow
+        ),
+        # On the line that says training starts, as an optimize trial's budget can: worker 1 may be setting up.
+        pytest.param(signal.SIGTERM, 143, False, 0.0, id="SIGTERM-as-training-starts"),
     ],
 )
 def test_a_signal_to_the_launcher_stops_every_worker_at_one_step_and_saves_the_run(
-    signum: int, status: int, every_process: bool | str, tmp_path: Path
+    signum: int, status: int, every_process: bool | str, settle_s: float, tmp_path: Path
 ) -> None:
     """Also when a job scheduler signals the workers too (Slurm's ``scancel``), so that each gets it twice,
-    and when only the workers get it: no restart, and the launcher reports no failure."""
+    when only the workers get it, and when it comes as training starts: no restart, and the launcher reports
+    no failure."""
     command = _two_workers_command(tmp_path, "1e7", "--oversubscribe")
     returncode, rest, err = signal_once_training(
         [*command, "--save-replay-buffer", "--max-restarts", "1"],
         signum,
-        settle_s=3.0,
+        settle_s=settle_s,
         every_process=every_process,
     )
     name = signal.Signals(signum).name
