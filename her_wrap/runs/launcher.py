@@ -330,6 +330,21 @@ def _stop_and_save(processes: list[Any], signum: int) -> None:
             file=sys.stderr,
             flush=True,
         )
+    # A worker takes the stop's signals from the moment it joins the others; before, the signal ends it.
+    early = [rank for rank, process in enumerate(processes) if process.exitcode == -signum]
+    if early == list(range(len(processes))):
+        print(
+            f"{name}: stopped before the workers started training: nothing to save",
+            file=sys.stderr,
+            flush=True,
+        )
+    elif early:
+        print(
+            f"{name}: worker(s) {', '.join(map(str, early))} stopped before joining the others "
+            "(nothing of theirs to save)",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _signal_running(processes: list[Any], signum: int) -> None:
@@ -411,6 +426,8 @@ def _worker_main(
     that torch's and gloo's threads stay there too), torchrun's environment (``elastic``: the run's id and
     restart count), then the training entry."""
     os.setpgrp()  # signals to the launcher's group (Ctrl-C) reach the launcher, which passes them on once
+    # Until it joins the others (and takes them to stop at a step), a stop's signal ends the worker as SIGTERM does.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     if core is not None:
         os.sched_setaffinity(0, {core})
     os.environ.update(

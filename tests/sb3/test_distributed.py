@@ -762,6 +762,30 @@ def test_a_signal_to_the_launcher_stops_every_worker_at_one_step_and_saves_the_r
     assert HER.load(str(run / f"rl_model_{steps}_steps.zip")).num_timesteps == steps > 0
 
 
+def test_a_stop_before_the_workers_join_ends_the_run_in_one_line_with_nothing_to_save(tmp_path: Path) -> None:
+    """A scheduler's SIGTERM as the workers start (Python still importing) ends each of them as the signal
+    does; the launcher says that nothing was trained, so nothing is saved, and exits as a stopped run."""
+    process = _launch_two_workers(tmp_path, stderr=subprocess.PIPE)
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("Started 2 workers"):
+                break
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    last = err.strip().splitlines()[-1]
+    assert (process.returncode, last) == (
+        143,
+        "SIGTERM: stopped before the workers started training: nothing to save",
+    )
+    assert "Traceback" not in err and "error:" not in err
+    assert not list(tmp_path.glob("her/BitFlipping-v0_*"))
+
+
 class _Child:
     """A shell process seen through the part of ``multiprocessing.Process`` the launcher uses."""
 
@@ -771,6 +795,10 @@ class _Child:
 
     def is_alive(self) -> bool:
         return self.popen.poll() is None
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.popen.poll()
 
     def join(self, timeout: float | None = None) -> None:
         try:
@@ -793,6 +821,38 @@ def test_the_launcher_names_the_workers_that_do_not_stop_after_a_signal(
         assert "worker(s) 1 did not stop within 1 s" in err and "SIGTERM again stops them at once" in err
     finally:
         for child in (stopping, stubborn):
+            child.popen.kill()
+            child.popen.wait()
+
+
+@pytest.mark.parametrize(
+    ("scripts", "said"),
+    [
+        (
+            ["sleep 30", "trap 'exit 143' TERM; sleep 30 & wait"],
+            "SIGTERM: worker(s) 0 stopped before joining",
+        ),
+        (["sleep 30", "sleep 30"], "SIGTERM: stopped before the workers started training: nothing to save"),
+        (["trap 'exit 143' TERM; sleep 30 & wait"] * 2, None),
+    ],
+    ids=["one-before-joining", "all-before-joining", "all-saved"],
+)
+def test_the_launcher_says_which_workers_a_stop_ended_before_they_joined(
+    scripts: list[str], said: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A worker that has not joined the others dies of the stop's signal (a shell's default here); one that
+    stopped as a run does exits with 128 + the signal."""
+    children = [_Child(script) for script in scripts]
+    try:
+        time.sleep(0.2)  # the traps are set
+        launcher._stop_and_save(children, signal.SIGTERM)
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        if said is None:
+            assert last.startswith("SIGTERM: the workers stop at their next training cycle"), last
+        else:
+            assert last.startswith(said), last
+    finally:
+        for child in children:
             child.popen.kill()
             child.popen.wait()
 
