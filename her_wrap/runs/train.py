@@ -393,15 +393,15 @@ def _follow(
     checkpoints = CheckpointCallback(
         agent, layout.run_dir, args.save_freq, verbose=0, rank=worker.rank, synchronize=worker.synchronize
     )
-    with stop.handling():
-        agent.learn(
-            remaining,
-            callback=[checkpoints, stop],
-            log_interval=None,
-            reset_num_timesteps=reset_num_timesteps,
-        )
-        if stop.stopped_by is not None:
-            _end_stopped(agent, envs, layout, _stop_keeps_replay_buffer(args), stop.stopped_by, worker)
+    # ``stop`` handles the signals already (:func:`train`, from the moment the workers joined).
+    agent.learn(
+        remaining,
+        callback=[checkpoints, stop],
+        log_interval=None,
+        reset_num_timesteps=reset_num_timesteps,
+    )
+    if stop.stopped_by is not None:
+        _end_stopped(agent, envs, layout, _stop_keeps_replay_buffer(args), stop.stopped_by, worker)
     if args.save_replay_buffer:
         save_worker_replay_buffer(agent, layout.replay_buffer_path, worker.rank)
     envs.close()

@@ -210,9 +210,9 @@ def train_trial_in_workers(
                 done.append(TrialEvaluation(len(done), steps * workers, seconds, result))
                 if not report(done[-1]):
                     stopped_by_report = True
-            trained = 0.0 if started is None else time.monotonic() - started - outside_training
+            trained = None if started is None else time.monotonic() - started - outside_training
             over_budget = (
-                started is not None and max_train_seconds is not None and trained >= max_train_seconds
+                max_train_seconds is not None and trained is not None and trained >= max_train_seconds
             )
             if running and not stopping and (stopped_by_report or over_budget):
                 process.send_signal(signal.SIGTERM)
