@@ -4,9 +4,10 @@
 one ``torch.distributed`` process group (gloo on CPU, NCCL when the workers use CUDA) that meets at
 ``127.0.0.1:--rendezvous-port``. It watches them: when one fails, it stops the others and names it, and
 with ``--max-restarts K`` starts the group again (up to K times), which resumes from the run's newest
-checkpoint (:func:`her_wrap.runs.workers.resume_restarted_run`). Under ``torchrun`` (several machines)
-none of this runs: torchrun starts and restarts the workers, and each joins the group as
-:mod:`her_wrap.runs.workers` describes.
+checkpoint (:func:`her_wrap.runs.workers.resume_restarted_run`). A stop (SIGINT, SIGTERM) reaches the
+launcher alone, which passes it on to the workers (:mod:`her_wrap.runs.launcher_stop`). Under
+``torchrun`` (several machines) none of this runs: torchrun starts and restarts the workers, and each
+joins the group as :mod:`her_wrap.runs.workers` describes.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 from her_wrap.runs.arguments import positive_int
 from her_wrap.runs.errors import EXIT_USAGE, STOP_SIGNALS, StoppedBySignal, UsageError, signal_status
+from her_wrap.runs.launcher_stop import Signalled, raise_signalled, stop_and_save
 from her_wrap.runs.workers import (
     DEFAULT_TIMEOUT_S,
     EXIT_PEER_LOST,
@@ -41,10 +43,6 @@ from her_wrap.runs.workers import (
 
 #: Seconds the launcher gives the other workers to stop after one failed, before it kills them.
 STOP_GRACE_S = 10.0
-
-#: Seconds the launcher waits, after SIGINT (Ctrl-C) or SIGTERM, for the workers to stop and save before it
-#: kills them.
-SAVE_GRACE_S = 120.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -267,7 +265,7 @@ def _launch_once(
     ]
     # SIGINT (Ctrl-C) and SIGTERM (a job scheduler, kill) reach the launcher alone (the workers run in a
     # process group of their own), which passes them on once: the workers stop together and save.
-    previous_handlers = {signum: signal.signal(signum, _raise_signalled) for signum in STOP_SIGNALS}
+    previous_handlers = {signum: signal.signal(signum, raise_signalled) for signum in STOP_SIGNALS}
     for process in processes:
         process.start()
     pinned = "" if cores is None else f", bound to cores {', '.join(map(str, cores))}"
@@ -277,80 +275,13 @@ def _launch_once(
     )
     try:
         return _watch(processes)
-    except _Signalled as signalled:
-        _stop_and_save(processes, signalled.signum)
+    except Signalled as signalled:
+        stop_and_save(processes, signalled.signum)
         raise StoppedBySignal(signalled.signum) from None
     finally:
         _stop(processes)
         for signum, handler in previous_handlers.items():
             signal.signal(signum, handler)
-
-
-class _Signalled(Exception):
-    """The launcher received one of :data:`STOP_SIGNALS`."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _raise_signalled(signum: int, frame: Any) -> None:
-    raise _Signalled(signum)
-
-
-def _stop_and_save(processes: list[Any], signum: int) -> None:
-    """Pass ``signum`` on to the workers and wait for them to save and end; a second signal kills them at
-    once, without saving (a worker takes a repeat of its signal for the same stop delivered twice, so the
-    launcher does not pass the second one on)."""
-    name = signal.Signals(signum).name
-    _signal_running(processes, signum)
-    print(
-        f"{name}: the workers stop at their next training cycle and save (waiting up to {SAVE_GRACE_S:g} s; "
-        f"{name} again stops them at once)",
-        file=sys.stderr,
-        flush=True,
-    )
-    try:
-        deadline = time.monotonic() + SAVE_GRACE_S
-        for process in processes:
-            process.join(max(0.0, deadline - time.monotonic()))
-    except _Signalled as again:
-        print(
-            f"{signal.Signals(again.signum).name} again: stopping the workers at once, without saving",
-            file=sys.stderr,
-            flush=True,
-        )
-        _signal_running(processes, signal.SIGKILL)
-        return
-    late = [rank for rank, process in enumerate(processes) if process.is_alive()]
-    if late:
-        print(
-            f"her-wrap train: error: worker(s) {', '.join(map(str, late))} did not stop within {SAVE_GRACE_S:g} s; "
-            "killing them (resume from the newest checkpoint)",
-            file=sys.stderr,
-            flush=True,
-        )
-    # A worker takes the stop's signals from the moment it joins the others; before, the signal ends it.
-    early = [rank for rank, process in enumerate(processes) if process.exitcode == -signum]
-    if early == list(range(len(processes))):
-        print(
-            f"{name}: stopped before the workers started training: nothing to save",
-            file=sys.stderr,
-            flush=True,
-        )
-    elif early:
-        print(
-            f"{name}: worker(s) {', '.join(map(str, early))} stopped before joining the others "
-            "(nothing of theirs to save)",
-            file=sys.stderr,
-            flush=True,
-        )
-
-
-def _signal_running(processes: list[Any], signum: int) -> None:
-    for process in processes:
-        if process.is_alive() and process.pid is not None:
-            os.kill(process.pid, signum)
 
 
 def _watch(processes: list[Any]) -> int:
@@ -359,7 +290,7 @@ def _watch(processes: list[Any]) -> int:
     The launcher wakes as soon as a worker ends, so the worker that failed first is the one named. Workers that
     ended in the same instant are all named, a worker's own failure before the loss of its peers it caused.
 
-    :raises _Signalled: when a worker ended as a run stopped by a signal does (status 128 + the signal):
+    :raises Signalled: when a worker ended as a run stopped by a signal does (status 128 + the signal):
         the workers were signalled, not the launcher, and the run stops as if the launcher had been
     """
     pending = {process.sentinel: rank for rank, process in enumerate(processes)}
@@ -371,7 +302,7 @@ def _watch(processes: list[Any]) -> int:
         for rank in ended:
             for signum in STOP_SIGNALS:
                 if processes[rank].exitcode == signal_status(signum):
-                    raise _Signalled(signum)
+                    raise Signalled(signum)
         failed = sorted(
             (rank for rank in ended if processes[rank].exitcode != 0),
             key=lambda rank: (processes[rank].exitcode == EXIT_PEER_LOST, rank),

@@ -19,7 +19,7 @@ import torch as th
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 
 from her_wrap import HER, BitFlippingEnv
-from her_wrap.runs import cli, launcher, workers
+from her_wrap.runs import cli, launcher, launcher_stop, workers
 from her_wrap.runs.errors import UsageError
 from her_wrap.runs.yaml_io import load_yaml_file
 from her_wrap.sb3.distributed import (
@@ -810,12 +810,12 @@ class _Child:
 def test_the_launcher_names_the_workers_that_do_not_stop_after_a_signal(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(launcher, "SAVE_GRACE_S", 1.0)
+    monkeypatch.setattr(launcher_stop, "SAVE_GRACE_S", 1.0)
     stopping = _Child("sleep 30")
     stubborn = _Child("trap '' TERM; sleep 30 & wait")  # ignores SIGTERM
     try:
         time.sleep(0.2)  # the trap is set
-        launcher._stop_and_save([stopping, stubborn], signal.SIGTERM)
+        launcher_stop.stop_and_save([stopping, stubborn], signal.SIGTERM)
         err = capsys.readouterr().err
         assert (stopping.is_alive(), stubborn.is_alive()) == (False, True)
         assert "worker(s) 1 did not stop within 1 s" in err and "SIGTERM again stops them at once" in err
@@ -845,7 +845,7 @@ def test_the_launcher_says_which_workers_a_stop_ended_before_they_joined(
     children = [_Child(script) for script in scripts]
     try:
         time.sleep(0.2)  # the traps are set
-        launcher._stop_and_save(children, signal.SIGTERM)
+        launcher_stop.stop_and_save(children, signal.SIGTERM)
         last = capsys.readouterr().err.strip().splitlines()[-1]
         if said is None:
             assert last.startswith("SIGTERM: the workers stop at their next training cycle"), last
@@ -863,7 +863,7 @@ class _SignalledWhileWaiting(_Child):
     def join(self, timeout: float | None = None) -> None:
         if not getattr(self, "signalled", False):
             self.signalled = True
-            raise launcher._Signalled(signal.SIGTERM)
+            raise launcher_stop.Signalled(signal.SIGTERM)
         super().join(timeout)
 
 
@@ -875,7 +875,7 @@ def test_a_second_signal_to_the_launcher_kills_the_workers_at_once(
     try:
         time.sleep(0.2)  # the trap is set
         started = time.monotonic()
-        launcher._stop_and_save([stubborn], signal.SIGTERM)
+        launcher_stop.stop_and_save([stubborn], signal.SIGTERM)
         stubborn.popen.wait(5)
         err = capsys.readouterr().err
         assert stubborn.popen.returncode == -signal.SIGKILL and time.monotonic() - started < 5
