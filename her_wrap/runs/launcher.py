@@ -28,7 +28,7 @@ from typing import Any
 
 from her_wrap.runs.arguments import positive_int
 from her_wrap.runs.errors import EXIT_USAGE, STOP_SIGNALS, StoppedBySignal, UsageError, signal_status
-from her_wrap.runs.launcher_stop import Signalled, raise_signalled, stop_and_save
+from her_wrap.runs.launcher_stop import Signalled, raise_signalled, start_workers, stop_and_save
 from her_wrap.runs.workers import (
     DEFAULT_TIMEOUT_S,
     EXIT_PEER_LOST,
@@ -254,10 +254,11 @@ def _launch_once(
     port = args.rendezvous_port if args.rendezvous_port is not None else free_port()
     cores = worker_cores(args.workers, args.pin_workers)
     context = multiprocessing.get_context("spawn")
+    stop_signal = context.Value("i", 0, lock=False)  # the stop the launcher passed on (0: none yet)
     processes = [
         context.Process(
             target=_worker_main,
-            args=(entry, args, rank, args.workers, port, None if cores is None else cores[rank]),
+            args=(entry, args, rank, args.workers, port, None if cores is None else cores[rank], stop_signal),
             kwargs={RUN_ID_ENV: run_id, RESTART_COUNT_ENV: str(restart)},
             name=f"worker{rank}",
         )
@@ -266,16 +267,16 @@ def _launch_once(
     # SIGINT (Ctrl-C) and SIGTERM (a job scheduler, kill) reach the launcher alone (the workers run in a
     # process group of their own), which passes them on once: the workers stop together and save.
     previous_handlers = {signum: signal.signal(signum, raise_signalled) for signum in STOP_SIGNALS}
-    for process in processes:
-        process.start()
-    pinned = "" if cores is None else f", bound to cores {', '.join(map(str, cores))}"
-    print(
-        f"Started {args.workers} workers (pids {', '.join(str(p.pid) for p in processes)}{pinned})",
-        flush=True,
-    )
     try:
+        start_workers(processes)
+        pinned = "" if cores is None else f", bound to cores {', '.join(map(str, cores))}"
+        print(
+            f"Started {args.workers} workers (pids {', '.join(str(p.pid) for p in processes)}{pinned})",
+            flush=True,
+        )
         return _watch(processes)
     except Signalled as signalled:
+        stop_signal.value = signalled.signum  # for a worker that still ignored Ctrl-C when it came
         stop_and_save(processes, signalled.signum)
         raise StoppedBySignal(signalled.signum) from None
     finally:
@@ -333,6 +334,7 @@ def _how_it_ended(exitcode: int) -> str:
 
 def _stop(processes: list[Any]) -> None:
     """Terminate the workers still running, then kill those that ignore it."""
+    processes = [process for process in processes if process.pid is not None]  # those started
     for process in processes:
         if process.is_alive():
             process.terminate()
@@ -351,14 +353,19 @@ def _worker_main(
     world: int,
     port: int,
     core: int | None = None,
+    stop_signal: Any = None,
     **elastic: str,
 ) -> None:
     """One worker started by :func:`launch`: bound to ``core`` (when given, before any thread starts, so
     that torch's and gloo's threads stay there too), torchrun's environment (``elastic``: the run's id and
-    restart count), then the training entry."""
+    restart count), then the training entry. ``stop_signal`` (shared with the launcher) holds the stop the
+    launcher passed on, or 0."""
     os.setpgrp()  # signals to the launcher's group (Ctrl-C) reach the launcher, which passes them on once
-    # Until it joins the others (and takes them to stop at a step), a stop's signal ends the worker as SIGTERM does.
+    # Until it joins the others (and takes them to stop at a step), a stop's signal ends the worker as SIGTERM
+    # does. It started with Ctrl-C ignored (:func:`start_workers`): a stop passed on before now ends it here.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if stop_signal is not None and stop_signal.value:
+        os.kill(os.getpid(), stop_signal.value)
     if core is not None:
         os.sched_setaffinity(0, {core})
     os.environ.update(

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from stable_baselines3.common.running_mean_std import RunningMeanStd
 
 from her_wrap import HER, BitFlippingEnv
 from her_wrap.runs import cli, launcher, launcher_stop, workers
-from her_wrap.runs.errors import UsageError
+from her_wrap.runs.errors import STOP_SIGNALS, UsageError
 from her_wrap.runs.yaml_io import load_yaml_file
 from her_wrap.sb3.distributed import (
     UnshareableSettingError,
@@ -762,25 +763,35 @@ def test_a_signal_to_the_launcher_stops_every_worker_at_one_step_and_saves_the_r
     assert HER.load(str(run / f"rl_model_{steps}_steps.zip")).num_timesteps == steps > 0
 
 
-def test_a_stop_before_the_workers_join_ends_the_run_in_one_line_with_nothing_to_save(tmp_path: Path) -> None:
-    """A scheduler's SIGTERM as the workers start (Python still importing) ends each of them as the signal
-    does; the launcher says that nothing was trained, so nothing is saved, and exits as a stopped run."""
+@pytest.mark.parametrize(
+    ("signum", "status", "after"),
+    [(signal.SIGTERM, 143, 0.0), (signal.SIGINT, 130, 0.3)],
+    ids=["SIGTERM", "SIGINT-while-importing"],
+)
+def test_a_stop_before_the_workers_join_ends_the_run_in_one_line_with_nothing_to_save(
+    tmp_path: Path, signum: int, status: int, after: float
+) -> None:
+    """A scheduler's SIGTERM, or Ctrl-C, as the workers start (Python still importing the package) ends
+    each of them as the signal does, without a traceback; the launcher says that nothing was trained, so
+    nothing is saved, and exits as a stopped run."""
     process = _launch_two_workers(tmp_path, stderr=subprocess.PIPE)
     try:
         assert process.stdout is not None
         for line in process.stdout:
             if line.startswith("Started 2 workers"):
                 break
-        process.send_signal(signal.SIGTERM)
+        time.sleep(after)
+        process.send_signal(signum)
         _, err = process.communicate(timeout=120)
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate()
     last = err.strip().splitlines()[-1]
+    name = signal.Signals(signum).name
     assert (process.returncode, last) == (
-        143,
-        "SIGTERM: stopped before the workers started training: nothing to save",
+        status,
+        f"{name}: stopped before the workers started training: nothing to save",
     )
     assert "Traceback" not in err and "error:" not in err
     assert not list(tmp_path.glob("her/BitFlipping-v0_*"))
@@ -855,6 +866,54 @@ def test_the_launcher_says_which_workers_a_stop_ended_before_they_joined(
         for child in children:
             child.popen.kill()
             child.popen.wait()
+
+
+class _Starting:
+    """A worker whose start notes how the launcher takes Ctrl-C meanwhile, and may send the launcher a
+    stop's signal; one not started has no pid, as with ``multiprocessing``."""
+
+    def __init__(self, seen: list[Any], signum: int | None = None) -> None:
+        self.seen = seen
+        self.signum = signum
+        self.pid: int | None = None
+        self.exitcode: int | None = None
+
+    def start(self) -> None:
+        self.seen.append(signal.getsignal(signal.SIGINT))
+        self.pid = os.getpid()
+        self.exitcode = -signal.SIGTERM  # as a worker still importing when the stop comes
+        if self.signum is not None:
+            os.kill(os.getpid(), self.signum)
+
+    def is_alive(self) -> bool:
+        return False
+
+    def join(self, timeout: float | None = None) -> None:
+        assert self.pid is not None, "can only join a started process"
+
+
+def test_the_workers_start_with_ctrl_c_ignored_and_a_stop_as_they_start_ends_the_run_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A process keeps an ignored signal across exec: each worker starts with Ctrl-C ignored, and the
+    launcher takes SIGINT again right after. A SIGTERM while it starts them ends the run with those
+    started, and says that nothing was trained."""
+    seen: list[Any] = []
+    workers = [_Starting(seen, signal.SIGTERM), _Starting(seen), _Starting(seen)]
+    previous = {stop: signal.signal(stop, launcher_stop.raise_signalled) for stop in STOP_SIGNALS}
+    try:
+        with pytest.raises(launcher_stop.Signalled) as raised:
+            launcher_stop.start_workers(workers)
+            time.sleep(1)  # the handler runs in the main thread: it may not have run yet
+        assert signal.getsignal(signal.SIGINT) is launcher_stop.raise_signalled
+    finally:
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
+    assert raised.value.signum == signal.SIGTERM and seen[0] == signal.SIG_IGN
+    assert set(seen) == {signal.SIG_IGN} and workers[-1].pid is None
+    launcher_stop.stop_and_save(workers, signal.SIGTERM)
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == "SIGTERM: stopped before the workers started training: nothing to save"
 
 
 class _SignalledWhileWaiting(_Child):
