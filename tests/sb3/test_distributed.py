@@ -765,8 +765,11 @@ def test_a_signal_to_the_launcher_stops_every_worker_at_one_step_and_saves_the_r
 
 @pytest.mark.parametrize(
     ("signum", "status", "after"),
-    [(signal.SIGTERM, 143, 0.0), (signal.SIGINT, 130, 0.3)],
-    ids=["SIGTERM", "SIGINT-while-importing"],
+    [
+        # The same path as Ctrl-C's, which also covers the workers' Ctrl-C ignored at start: slow only.
+        pytest.param(signal.SIGTERM, 143, 0.0, id="SIGTERM", marks=pytest.mark.slow),
+        pytest.param(signal.SIGINT, 130, 0.3, id="SIGINT-while-importing"),
+    ],
 )
 def test_a_stop_before_the_workers_join_ends_the_run_in_one_line_with_nothing_to_save(
     tmp_path: Path, signum: int, status: int, after: float
