@@ -178,6 +178,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "noise-0.1": ("noise_std:0.1",),
     # 20% random actions instead of 30%.
     "random-0.2": ("her.random_action_prob:0.2",),
+    # At most 115 minutes of training (evaluations left out), short of the budget's env steps on a slow host.
+    "minutes-115": ("max_minutes:115",),
     # n-step returns over 2 (3) steps, every reward recomputed for the sample's goal; one-step returns: the
     # FetchPush entry before it took 3 steps.
     "n-steps-1": ("her.n_steps:1",),

@@ -1,5 +1,5 @@
-"""Training callbacks of a run: periodic greedy evaluation, atomic checkpoints, stopping on a signal and
-on non-finite parameters.
+"""Training callbacks of a run: periodic greedy evaluation, atomic checkpoints, stopping on a signal, on a
+training-time budget and on non-finite parameters.
 
 Both are stable-baselines3 callbacks (the learner calls them after every env step) that also hold the
 :class:`her_wrap.HER` agent, because saving must go through HER (the learner's own ``save`` would write a
@@ -333,6 +333,60 @@ class SignalStop(BaseCallback):
 
     def _on_step(self) -> bool:
         return self.stopped_by is None
+
+
+class TrainingTimeBudget(BaseCallback):
+    """End training at the first env step of the first training cycle that starts after ``minutes`` of
+    training, evaluations left out (an entry's ``max_minutes``, ``her-wrap train --max-minutes``).
+
+    The budget counts this process's wall time since :meth:`~BaseCallback.on_training_start`, less what
+    ``evaluation_seconds`` reports (the evaluation callback's :attr:`SuccessEvalCallback.evaluation_seconds`).
+    Workers of one run stop at the same step: with ``synchronized`` they agree at the start of every cycle on
+    the clock of the one that ``leads`` (worker 0, the one that evaluates; the others wait out its
+    evaluations in their next collective, so their own clocks would count them).
+
+    :param minutes: the training budget
+    :param evaluation_seconds: wall time spent evaluating so far (``None``: no evaluations)
+    :param synchronized: whether this is one worker of several
+    :param leads: whether this process's clock decides (with ``synchronized``, worker 0)
+    """
+
+    def __init__(
+        self,
+        minutes: float,
+        evaluation_seconds: Callable[[], float] | None = None,
+        *,
+        synchronized: bool = False,
+        leads: bool = True,
+    ) -> None:
+        super().__init__(verbose=0)
+        self.minutes = float(minutes)
+        self.evaluation_seconds = evaluation_seconds
+        self.synchronized = synchronized
+        self.leads = leads
+        #: whether the budget stopped training
+        self.spent = False
+        self._clock_start = time.perf_counter()
+
+    def _on_training_start(self) -> None:
+        self._clock_start = time.perf_counter()
+        self.spent = False
+
+    def trained_seconds(self) -> float:
+        """Wall time trained since training started, evaluations left out."""
+        evaluating = self.evaluation_seconds() if self.evaluation_seconds is not None else 0.0
+        return time.perf_counter() - self._clock_start - evaluating
+
+    def _on_rollout_start(self) -> None:
+        due = self.leads and self.trained_seconds() >= 60.0 * self.minutes
+        if self.synchronized:
+            from her_wrap.runs.workers import largest
+
+            due = bool(largest(int(due)))
+        self.spent = due
+
+    def _on_step(self) -> bool:
+        return not self.spent
 
 
 class FiniteParameters(BaseCallback):

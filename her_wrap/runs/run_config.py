@@ -50,6 +50,9 @@ class RunConfig:
     workers: int | None
     #: share of training episodes started with the object in the gripper (``None``: none)
     grasp_start: float | None
+    #: minutes of training (evaluations left out) after which ``her-wrap train`` stops and saves the final
+    #: agent, even short of ``n_timesteps`` (``None``: no limit; ``--max-minutes`` replaces it)
+    max_minutes: float | None
 
     def __init__(
         self,
@@ -69,6 +72,7 @@ class RunConfig:
         her_options: dict[str, Any] | None = None,
         workers: int | None = None,
         grasp_start: float | None = None,
+        max_minutes: float | None = None,
     ) -> None:
         values = {
             "env_id": env_id,
@@ -86,6 +90,7 @@ class RunConfig:
             "noise_std": noise_std,
             "workers": workers,
             "grasp_start": grasp_start,
+            "max_minutes": max_minutes,
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)  # a frozen dataclass sets its fields only this way
@@ -115,6 +120,8 @@ class RunConfig:
             entry["workers"] = self.workers
         if self.grasp_start is not None:
             entry["grasp_start"] = self.grasp_start
+        if self.max_minutes is not None:
+            entry["max_minutes"] = self.max_minutes
         if self.noise_type is not None:
             entry["noise_type"] = self.noise_type
             entry["noise_std"] = self.noise_std
@@ -141,6 +148,7 @@ RUN_KEYS: tuple[str, ...] = (
     "num_threads",
     "workers",
     "grasp_start",
+    "max_minutes",
     "noise_type",
     "noise_std",
 )
@@ -169,6 +177,21 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``candidates`` to a misspelt ``name``, else ``""``."""
     matches = difflib.get_close_matches(name, list(candidates), n=1)
     return f" (did you mean {matches[0]!r}?)" if matches else ""
+
+
+def _as_minutes(value: Any, where: str) -> float:
+    """``max_minutes`` as a float: a positive number of minutes."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not value > 0
+        or value == float("inf")
+    ):
+        raise UsageError(
+            f"{where}: max_minutes must be a positive number of minutes, got {value!r} "
+            "(leave it out, or set it to null, to train all n_timesteps)"
+        )
+    return float(value)
 
 
 def _as_integer(value: Any, name: str, where: str, minimum: int | None = None) -> int:
@@ -277,6 +300,9 @@ def build_run_config(entry: Mapping[str, Any], env_id: str, where: str, algo: st
             grasp_start = check_share(grasp_start)
         except ValueError as error:
             raise UsageError(f"{where}: {error}") from None
+    max_minutes = entry.pop("max_minutes", None)
+    if max_minutes is not None:
+        max_minutes = _as_minutes(max_minutes, where)
     hindsight, her_options = _validate_her(entry.pop("her", None) or {}, where)
     env_kwargs = entry.pop("env_kwargs", None) or {}
     if not isinstance(env_kwargs, dict):
@@ -316,4 +342,5 @@ def build_run_config(entry: Mapping[str, Any], env_id: str, where: str, algo: st
         noise_std=noise_std,
         workers=workers,
         grasp_start=grasp_start,
+        max_minutes=max_minutes,
     )

@@ -15,6 +15,12 @@ with :func:`resumed_seed` of its seed and step count, so that they do not start 
 ``--workers N`` (or the entry's ``workers: N``) trains with N worker processes on this machine; see
 :mod:`her_wrap.runs.workers`.
 
+``--max-minutes M`` (or the entry's ``max_minutes: M``) bounds the training time: once the run has trained M
+minutes, evaluations left out, it stops at the start of its next training cycle (every worker at the same
+step) and ends as a finished run does, with a last evaluation and the final agent saved, short of
+``n_timesteps``. ``-params max_minutes:null`` trains all ``n_timesteps`` whatever the entry says. A
+resumed run counts its minutes afresh.
+
 SIGINT (Ctrl-C) or SIGTERM (a job scheduler about to pre-empt) stops a one-worker run at the next env step,
 and the workers of several at the first step of their next training cycle, all at the same one: the agent, its
 normalization statistics and, with ``--save-replay-buffer`` or ``--save-freq``, its replay buffers are saved
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import math
 import shutil
 import signal
@@ -62,7 +69,9 @@ from her_wrap.runs.run_layout import RunLayout, new_run
 from her_wrap.runs.yaml_io import write_yaml_file
 
 if TYPE_CHECKING:
-    from her_wrap.runs.callbacks import SignalStop
+    from collections.abc import Callable
+
+    from her_wrap.runs.callbacks import SignalStop, TrainingTimeBudget
 
 #: Env steps between two checks that the learner's parameters are finite (a divisor of ``--save-freq``
 #: is used instead when it is smaller, so that every checkpoint is checked).
@@ -110,6 +119,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--log-interval", type=int, default=100, help="episodes between training log tables (default: 100)"
+    )
+    parser.add_argument(
+        "--max-minutes",
+        type=arguments.positive_float,
+        default=None,
+        metavar="M",
+        help="stop after M minutes of training, evaluations left out, and save the final agent "
+        "(replaces the entry's max_minutes; default: the entry's, else no limit but -n)",
     )
     launcher.add_arguments(parser)
 
@@ -202,6 +219,8 @@ def _train(args: argparse.Namespace, worker: workers.Worker, stop: SignalStop) -
     config_source = _config_source(args, saved)
     notes: list[str] = []
     config = arguments.command_config(args, config_source, notes)
+    if getattr(args, "max_minutes", None) is not None:
+        config = dataclasses.replace(config, max_minutes=args.max_minutes)
     check_env_id(config.env_id, config.env_kwargs)
     seed = args.seed if args.seed is not None else arguments.draw_seed()
     if worker.leads:
@@ -249,6 +268,7 @@ def _train(args: argparse.Namespace, worker: workers.Worker, stop: SignalStop) -
             args,
             worker=worker,
             stop=stop,
+            budget=_time_budget(config, worker),
             reset_num_timesteps=saved is None,
             layout=layout,
         )
@@ -291,10 +311,11 @@ def _train(args: argparse.Namespace, worker: workers.Worker, stop: SignalStop) -
         # Checked whenever a checkpoint falls due, so that none holds a diverged learner.
         every = math.gcd(FINITE_CHECK_STEPS, args.save_freq) if args.save_freq > 0 else FINITE_CHECK_STEPS
         finite = FiniteParameters(every, lambda: newest_checkpoint(layout.run_dir))
+        budget = _time_budget(config, worker, lambda: evaluation.evaluation_seconds)
         try:
             agent.learn(
                 remaining,
-                callback=[finite, evaluation, checkpoints, stop],
+                callback=[finite, evaluation, checkpoints, stop, *([budget] if budget is not None else [])],
                 log_interval=args.log_interval,
                 tb_log_name=layout.run_dir.name,
                 reset_num_timesteps=saved is None,
@@ -308,6 +329,13 @@ def _train(args: argparse.Namespace, worker: workers.Worker, stop: SignalStop) -
         finite.check()
         if stop.stopped_by is not None:
             _end_stopped(agent, envs, layout, _stop_keeps_replay_buffer(args), stop.stopped_by, worker)
+    if budget is not None and budget.spent:
+        print(
+            f"Trained {config.max_minutes:g} minutes (max_minutes), evaluations left out: stopped at step "
+            f"{agent.model.num_timesteps} of {config.n_timesteps}"
+            f"{' on each worker' if worker.world > 1 else ''}",
+            flush=True,
+        )
     save_agent(
         agent,
         layout.final_model_path,
@@ -321,6 +349,20 @@ def _train(args: argparse.Namespace, worker: workers.Worker, stop: SignalStop) -
         print(f"Last evaluation (step {timesteps}): {last.summary()}", flush=True)
     workers.leave_workers()
     return layout
+
+
+def _time_budget(
+    config: Any, worker: workers.Worker, evaluation_seconds: Callable[[], float] | None = None
+) -> TrainingTimeBudget | None:
+    """The callback that ends training after the entry's ``max_minutes`` (None without them). Worker 0's
+    clock decides for every worker; it leaves out its evaluations (``evaluation_seconds``)."""
+    from her_wrap.runs.callbacks import TrainingTimeBudget
+
+    if config.max_minutes is None:
+        return None
+    return TrainingTimeBudget(
+        config.max_minutes, evaluation_seconds, synchronized=worker.world > 1, leads=worker.leads
+    )
 
 
 def _stop_keeps_replay_buffer(args: argparse.Namespace) -> bool:
@@ -377,6 +419,7 @@ def _follow(
     *,
     worker: workers.Worker,
     stop: SignalStop,
+    budget: TrainingTimeBudget | None,
     reset_num_timesteps: bool,
     layout: RunLayout,
 ) -> RunLayout:
@@ -396,7 +439,7 @@ def _follow(
     # ``stop`` handles the signals already (:func:`train`, from the moment the workers joined).
     agent.learn(
         remaining,
-        callback=[checkpoints, stop],
+        callback=[checkpoints, stop, *([budget] if budget is not None else [])],
         log_interval=None,
         reset_num_timesteps=reset_num_timesteps,
     )

@@ -65,7 +65,8 @@ def train_trial(
     """Train one trial's agent and evaluate it ``n_evaluations`` times on the way.
 
     :param report: called with each evaluation as it ends; ``False`` stops training (pruned)
-    :param max_train_seconds: stop training after this much wall time, evaluations left out
+    :param max_train_seconds: stop training after this much wall time, evaluations left out (the entry's
+        ``max_minutes``, when shorter, stops it first, as it stops ``her-wrap train``)
     :return: the evaluations that ran
     """
     from her_wrap.runs.callbacks import SuccessEvalCallback
@@ -87,7 +88,7 @@ def train_trial(
             eval_freq=max(n_timesteps // n_evaluations, 1),
             n_eval_episodes=eval_episodes,
             after_evaluation=after_evaluation,
-            max_train_seconds=max_train_seconds,
+            max_train_seconds=_shorter_budget(max_train_seconds, config.max_minutes),
             verbose=verbose,
         )
         agent.learn(n_timesteps, callback=evaluation, progress_bar=False)
@@ -95,6 +96,16 @@ def train_trial(
     finally:
         envs.close()
         gc.collect()
+
+
+def _shorter_budget(seconds: float | None, entry_minutes: float | None) -> float | None:
+    """The tighter of a trial's budget in seconds and its entry's ``max_minutes`` (None: neither sets one)."""
+    budgets = [
+        value
+        for value in (seconds, None if entry_minutes is None else 60.0 * entry_minutes)
+        if value is not None
+    ]
+    return min(budgets, default=None)
 
 
 #: Seconds between two reads of a worker trial's ``evaluations.npz``.

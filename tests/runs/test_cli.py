@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 import shutil
 import signal
@@ -453,3 +454,24 @@ def test_console_script_is_installed() -> None:
         completed.returncode,
         all(name in completed.stdout for name in ("train", "enjoy", "plot", "optimize")),
     ) == (0, True)
+
+
+@pytest.mark.parametrize("budget", [["--max-minutes", "0.02"], ["-params", "max_minutes:0.02"]])
+def test_train_stops_after_max_minutes_as_a_finished_run(budget: list[str], tmp_path: Path) -> None:
+    """The flag and the entry's key: a last evaluation, the final agent saved, short of n_timesteps."""
+    completed = her_wrap(
+        "train", "--env", ENV_ID, "-n", "10000000", "--eval-freq", "100000", "--eval-episodes", "2",
+        "--verbose", "0", "--seed", "0", *TINY, *budget, cwd=tmp_path,
+    )  # fmt: skip
+    assert completed.returncode == 0, report(completed)
+    match = re.search(
+        r"Trained 0\.02 minutes \(max_minutes\), .* stopped at step (\d+) of 10000000", completed.stdout
+    )
+    assert match, report(completed)
+    steps = int(match.group(1))
+    run_dir = run_dir_of(tmp_path)
+    assert 0 < steps < 10_000_000
+    with zipfile.ZipFile(run_dir / f"{ENV_ID}.zip") as saved:
+        assert json.loads(saved.read("data"))["num_timesteps"] == steps
+    assert np.load(run_dir / "evaluations.npz")["timesteps"].tolist() == [steps]
+    assert load_yaml_file(run_dir / ENV_ID / "config.yml")[ENV_ID]["max_minutes"] == 0.02

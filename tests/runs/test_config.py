@@ -321,6 +321,17 @@ BAD_CONFIG_CASES = [
     ),
     BadConfigCase("workers below 1", BASE + "  workers: 0\n", ("workers must be at least 1, got 0",)),
     BadConfigCase("workers not a count", BASE + "  workers: 2.5\n", ("workers must be an integer",)),
+    BadConfigCase(
+        "max_minutes not positive",
+        BASE + "  max_minutes: 0\n",
+        ("max_minutes must be a positive number of minutes, got 0", "set it to null"),
+    ),
+    BadConfigCase(
+        "max_minutes not a number",
+        BASE,
+        ("max_minutes must be a positive number of minutes, got 'soon'",),
+        overrides=("max_minutes:soon",),
+    ),
 ]
 
 
@@ -550,3 +561,11 @@ def test_to_entry_writes_the_her_section_that_loads_into_the_same_config(tmp_pat
     config = load_run_config(ZOO_FILE, "FetchSlide-v4")
     write_yaml_file(tmp_path / "config.yml", {config.env_id: config.to_entry()})
     assert load_run_config(tmp_path / "config.yml", config.env_id) == config
+
+
+def test_max_minutes_is_a_run_key_that_round_trips_and_null_removes(tmp_path: Path) -> None:
+    path = write_config(tmp_path, BASE + "  max_minutes: 115\n")
+    config = load_run_config(path, "BitFlipping-v0")
+    assert config.max_minutes == 115.0 and "max_minutes" not in config.learner_kwargs
+    assert config.to_entry()["max_minutes"] == 115.0
+    assert load_run_config(path, "BitFlipping-v0", overrides=("max_minutes:null",)).max_minutes is None

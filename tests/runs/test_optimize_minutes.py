@@ -201,3 +201,13 @@ def test_a_trial_reports_each_evaluation_with_its_env_steps_and_training_seconds
     assert [evaluation.env_steps for evaluation in seen] == [100, 200, 300]
     seconds = [evaluation.train_seconds for evaluation in seen]
     assert 0 < seconds[0] <= seconds[1] <= seconds[2]
+
+
+def test_an_in_process_trial_stops_at_its_entrys_max_minutes() -> None:
+    """As ``her-wrap train`` would: the entry's budget (a few milliseconds here) ends the trial first."""
+    overrides = ["env_kwargs.n_bits:4", "max_minutes:0.0001"]
+    config = load_run_config(default_config_path(), "BitFlipping-v0", overrides=overrides)
+    evaluations = train_trial(
+        config, n_timesteps=100_000, n_evaluations=2, eval_episodes=2, seed=0, report=lambda evaluation: True
+    )
+    assert evaluations and evaluations[-1].env_steps < 50_000

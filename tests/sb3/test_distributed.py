@@ -1028,3 +1028,13 @@ def test_two_torchrun_launchers_on_one_host_train_as_two_machines(tmp_path: Path
     recorded = load_yaml_file(run_dir / "BitFlipping-v0" / "args.yml")
     assert recorded["workers"] == 2
     assert HER.load(str(run_dir / "BitFlipping-v0.zip")).num_timesteps == 600
+
+
+def test_two_workers_stop_together_after_max_minutes_and_save_the_final_agent(tmp_path: Path) -> None:
+    command = [*_two_workers_command(tmp_path, "1e7", "--oversubscribe"), "--max-minutes", "0.05"]
+    completed = subprocess.run(command, env=environment(), capture_output=True, text=True, timeout=240)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    match = re.search(r"stopped at step (\d+) of 10000000 on each worker", completed.stdout)
+    assert match, completed.stdout[-3000:]
+    (run_dir,) = tmp_path.glob("her/BitFlipping-v0_*")
+    assert (run_dir / "BitFlipping-v0.zip").is_file()
