@@ -29,7 +29,10 @@ take bfloat16 inputs and their activations are stored in bfloat16, while the out
 the gradients and Adam stay in float32. On a CPU with bfloat16 dot products (``avx512_bf16`` or AMX in
 ``/proc/cpuinfo``) a 256-wide matrix product runs about twice as fast, and an update less so, since its
 other parts stay in float32 (the manipulation entries' updates in each dtype: ``docs/bench_updates.md``);
-on a CPU without them bfloat16 is emulated and slower. The rounding (8 bits of mantissa) changes every
+on a CPU without them bfloat16 is emulated and many times slower (about 19x on a 256-wide product of an
+AVX2 CPU). ``hidden_dtype="auto"`` takes bfloat16 where the CPU has those products and float32 where it
+has not, so one setting runs fast on either; the weights are float32 either way, so an agent saved on
+one host loads and plays on the other. The rounding (8 bits of mantissa) changes every
 run's numbers, so a recipe measured in float32 is a new recipe in bfloat16, to be measured again.
 """
 
@@ -57,8 +60,12 @@ ACTOR_AVERAGE_KEY = "actor_average"
 #: The key of ``policy_kwargs`` that sets the dtype of the hidden layers' matrix products.
 HIDDEN_DTYPE_KEY = "hidden_dtype"
 
-#: ``hidden_dtype`` values -> the autocast dtype (``None``: no autocast).
-HIDDEN_DTYPES: dict[str, th.dtype | None] = {"float32": None, "bfloat16": th.bfloat16}
+#: The ``hidden_dtype`` that takes bfloat16 on a CPU with bfloat16 dot products and float32 elsewhere.
+AUTO_DTYPE = "auto"
+
+#: ``hidden_dtype`` values -> the autocast dtype (``None``: no autocast); ``auto`` is resolved by the CPU
+#: (:func:`resolved_autocast_dtype`).
+HIDDEN_DTYPES: dict[str, th.dtype | None] = {"float32": None, "bfloat16": th.bfloat16, AUTO_DTYPE: None}
 
 #: The keys of ``policy_kwargs`` that make a DDPG / TD3 learner take :class:`LayerNormPolicy`.
 POLICY_KEYS = (LAYER_NORM_KEY, ACTOR_AVERAGE_KEY, HIDDEN_DTYPE_KEY)
@@ -102,15 +109,23 @@ def cpu_has_bfloat16_products() -> bool:
         return True
 
 
+def resolved_autocast_dtype(name: str) -> th.dtype | None:
+    """The autocast dtype of a checked ``hidden_dtype``: ``auto`` is bfloat16 on a CPU with bfloat16 dot
+    products (:func:`cpu_has_bfloat16_products`) and no autocast (float32) elsewhere."""
+    if name == AUTO_DTYPE:
+        return th.bfloat16 if cpu_has_bfloat16_products() else None
+    return HIDDEN_DTYPES[name]
+
+
 def warn_if_bfloat16_is_emulated(dtype: th.dtype | None, device: th.device) -> None:
     """Warn when bfloat16 hidden layers would run on a CPU that emulates bfloat16 (slower than float32)."""
     if dtype is th.bfloat16 and device.type == "cpu" and not cpu_has_bfloat16_products():
         warnings.warn(
             f"policy_kwargs {HIDDEN_DTYPE_KEY}='bfloat16' on a CPU without bfloat16 dot products (no "
             "avx512_bf16 or AMX in /proc/cpuinfo): torch emulates them, so updates run slower than in "
-            f"float32. Set {HIDDEN_DTYPE_KEY} to 'float32' (her-wrap: -params "
-            f"policy_kwargs.{HIDDEN_DTYPE_KEY}:float32); the run's numbers then change, as any change of dtype "
-            "changes them.",
+            f"float32. Set {HIDDEN_DTYPE_KEY} to 'auto' (bfloat16 only where the CPU has those products) or "
+            f"'float32' (her-wrap: -params policy_kwargs.{HIDDEN_DTYPE_KEY}:auto); the run's numbers then "
+            "change, as any change of dtype changes them.",
             UserWarning,
             stacklevel=3,
         )
@@ -211,8 +226,9 @@ class LayerNormPolicy(TD3Policy):
     :param layer_norm: put LayerNorm after every hidden layer (``False``: exactly SB3's networks)
     :param actor_average: weight of the actor in :attr:`actor_average` after each step of the actor's
         optimizer; 0 (the default) keeps no average, and greedy actions come from the actor
-    :param hidden_dtype: ``"float32"`` (the default) or ``"bfloat16"``: the dtype of the hidden layers'
-        matrix products in the actor and the critics (see the module's note)
+    :param hidden_dtype: ``"float32"`` (the default), ``"bfloat16"`` or ``"auto"`` (bfloat16 on a CPU
+        with bfloat16 dot products, float32 elsewhere): the dtype of the hidden layers' matrix products in
+        the actor and the critics (see the module's note)
     :param args: and ``kwargs``: those of SB3's ``TD3Policy``
     :raises ValueError: for an ``actor_average`` outside [0, 1) or an unknown ``hidden_dtype``
     """
@@ -229,10 +245,11 @@ class LayerNormPolicy(TD3Policy):
         self.layer_norm = bool(layer_norm)
         self.actor_average_rate = checked_actor_average(actor_average)
         self.hidden_dtype = checked_hidden_dtype(hidden_dtype)
-        self._autocast_dtype = HIDDEN_DTYPES[self.hidden_dtype]
+        self._autocast_dtype = resolved_autocast_dtype(self.hidden_dtype)
         self.actor_average: Actor | None = None
         super().__init__(*args, **kwargs)
-        warn_if_bfloat16_is_emulated(self._autocast_dtype, self.device)
+        if self.hidden_dtype != AUTO_DTYPE:
+            warn_if_bfloat16_is_emulated(self._autocast_dtype, self.device)
 
     def _build(self, lr_schedule: Schedule) -> None:
         super()._build(lr_schedule)

@@ -157,7 +157,7 @@ def test_a_hidden_dtype_where_it_cannot_apply_names_the_fix():
 
 
 @pytest.mark.parametrize("supported", [True, False])
-def test_bfloat16_on_a_cpu_that_emulates_it_warns_naming_float32(monkeypatch, supported):
+def test_bfloat16_on_a_cpu_that_emulates_it_warns_naming_auto(monkeypatch, supported):
     monkeypatch.setattr(policies, "cpu_has_bfloat16_products", lambda: supported)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -165,4 +165,36 @@ def test_bfloat16_on_a_cpu_that_emulates_it_warns_naming_float32(monkeypatch, su
         make_her(layer_norm=True, hidden_dtype="float32")
     emulated = [str(warning.message) for warning in caught if "emulates them" in str(warning.message)]
     assert len(emulated) == (0 if supported else 1)
-    assert all("policy_kwargs.hidden_dtype:float32" in message for message in emulated)
+    assert all("policy_kwargs.hidden_dtype:auto" in message for message in emulated)
+
+
+@pytest.mark.parametrize("supported", [True, False])
+def test_auto_takes_bfloat16_only_on_a_cpu_with_bfloat16_products_and_never_warns(monkeypatch, supported):
+    monkeypatch.setattr(policies, "cpu_has_bfloat16_products", lambda: supported)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        auto = make_her(layer_norm=True, hidden_dtype="auto")
+    assert not [warning for warning in caught if "bfloat16" in str(warning.message)]
+    assert auto.model.policy.hidden_dtype == "auto"
+    for network in networks(auto.model):
+        assert (type(network) is AutocastHiddenNetwork) is supported
+        features = th.zeros(AUTOCAST_MIN_ROWS, network[0].in_features)
+        expected = [th.bfloat16, th.bfloat16, th.float32] if supported else [th.float32] * 3
+        assert linear_output_dtypes(network, features) == expected
+    if not supported:  # float32: the network without the key, bit for bit
+        plain = make_her(layer_norm=True)
+        plain.learn(80)
+        auto.learn(80)
+        assert_same_state(plain.model.policy.state_dict(), auto.model.policy.state_dict())
+
+
+def test_an_auto_agent_saved_on_one_cpu_plays_in_the_dtype_of_the_cpu_that_loads_it(monkeypatch, tmp_path):
+    monkeypatch.setattr(policies, "cpu_has_bfloat16_products", lambda: True)
+    model = make_her(layer_norm=True, hidden_dtype="auto")
+    model.learn(80)
+    model.save(tmp_path / "agent")
+    monkeypatch.setattr(policies, "cpu_has_bfloat16_products", lambda: False)
+    loaded = HER.load(tmp_path / "agent", env=bit_env())
+    assert loaded.model.policy.hidden_dtype == "auto"
+    assert type(loaded.model.actor.mu) is not AutocastHiddenNetwork
+    assert_same_state(model.model.policy.state_dict(), loaded.model.policy.state_dict())
