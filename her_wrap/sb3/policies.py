@@ -248,8 +248,7 @@ class LayerNormPolicy(TD3Policy):
         self._autocast_dtype = resolved_autocast_dtype(self.hidden_dtype)
         self.actor_average: Actor | None = None
         super().__init__(*args, **kwargs)
-        if self.hidden_dtype != AUTO_DTYPE:
-            warn_if_bfloat16_is_emulated(self._autocast_dtype, self.device)
+        warn_if_bfloat16_is_emulated(self._autocast_dtype, self.device)  # never under auto
 
     def _build(self, lr_schedule: Schedule) -> None:
         super()._build(lr_schedule)
