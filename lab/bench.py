@@ -192,7 +192,9 @@ SPEED_PACKAGES = ("torch", "numpy", "mujoco", "gymnasium", "gymnasium-robotics",
 
 def host_reading(env_id: str | None = None, seconds: float = 1.0) -> dict[str, Any]:
     """How fast this machine runs now, for a run's record: the CPU's model and count
-    (:func:`~lab.doc_sections.cpu_model`), one thread's fp32 matmul peak
+    (:func:`~lab.doc_sections.cpu_model`), whether it has bfloat16 dot products
+    (:func:`her_wrap.sb3.policies.cpu_has_bfloat16_products`: what ``hidden_dtype: auto`` resolves to), one
+    thread's fp32 matmul peak
     (:func:`matmul_peak_gflops`), an update's product in wall-clock time on one thread and on every core
     (:func:`matmul_wall_gflops`, keyed by the thread count), the load average, the versions of
     :data:`SPEED_PACKAGES`, and with ``env_id`` the wall-clock ms of one env step with random actions
@@ -201,9 +203,12 @@ def host_reading(env_id: str | None = None, seconds: float = 1.0) -> dict[str, A
     Figures of runs on different days differ by more than their recipes when the host's speed moves;
     this says which of the two moved.
     """
+    from her_wrap.sb3.policies import cpu_has_bfloat16_products
+
     reading: dict[str, Any] = {
         "cpu": cpu_model(),
         "cpus": os.cpu_count(),
+        "bfloat16_products": cpu_has_bfloat16_products(),
         "matmul_gflops_one_thread": round(matmul_peak_gflops(), 1),
         "update_matmul_gflops_wall": {
             str(threads): round(matmul_wall_gflops(threads, seconds=seconds), 1)

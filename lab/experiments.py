@@ -225,6 +225,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # float32 hidden layers: the FetchPush entry before it took bfloat16 (the same weights and training, bit
     # for bit, as an entry without the key).
     "float32": ("policy_kwargs.hidden_dtype:float32",),
+    # bfloat16 hidden layers on a CPU with bfloat16 dot products, float32 on one without (the row's host
+    # reading records which: ``bfloat16_products``).
+    "auto": ("policy_kwargs.hidden_dtype:auto",),
     # LayerNorm after every hidden layer of the actor and the critic (mrl's networks; her_wrap.sb3.policies).
     "layer-norm": ("policy_kwargs.layer_norm:true",),
     # SB3's plain networks: the FetchPush entry before it took LayerNorm (the same weights and training, bit
@@ -400,7 +403,9 @@ def variant_argument(text: str) -> str:
     return text
 
 
-def entry_differences(first: dict[str, Any], second: dict[str, Any], workers: int = 1) -> list[str]:
+def entry_differences(
+    first: dict[str, Any], second: dict[str, Any], workers: int = 1, bfloat16_products: bool = True
+) -> list[str]:
     """The keys whose values differ between two validated entries (``RunConfig.to_entry()``), sorted.
 
     A run's entry names no ``workers`` when neither its entry nor ``-params`` set them (a run of one
@@ -409,14 +414,43 @@ def entry_differences(first: dict[str, Any], second: dict[str, Any], workers: in
     ``workers: 1`` are the same. Likewise ``policy_kwargs`` that spell a default of
     :data:`UNNAMED_POLICY_DEFAULTS` (``actor_average: 0``, no average kept; ``hidden_dtype: float32``) are
     those of runs recorded before the key existed, which name none.
+
+    ``hidden_dtype: auto`` is read as the dtype it takes on the host of the run compared: ``bfloat16``
+    where the host has bfloat16 dot products (``bfloat16_products``, :func:`row_bfloat16_products` of a
+    row), ``float32`` elsewhere. So on a host without them the float32 entry and the ``auto`` one are the
+    same recipe, and on a host with them the bfloat16 one and the ``auto`` one.
     """
-    first, second = ({"workers": workers, **_without_policy_defaults(entry)} for entry in (first, second))
+    first, second = (
+        {"workers": workers, **_without_policy_defaults(_dtype_resolved(entry, bfloat16_products))}
+        for entry in (first, second)
+    )
     return sorted(key for key in {*first, *second} if first.get(key) != second.get(key))
 
 
 #: ``policy_kwargs`` keys added after rows were recorded without them, by name: the value that means what
 #: naming none does (:func:`entry_differences`).
 UNNAMED_POLICY_DEFAULTS: dict[str, Any] = {"actor_average": 0, "hidden_dtype": "float32"}
+
+
+def row_bfloat16_products(record: dict[str, Any]) -> bool:
+    """Whether a row's host had bfloat16 dot products: its ``bfloat16_products`` (:func:`record_entry_run`),
+    else its host reading's before the run (:func:`lab.bench.host_reading`). A row recorded before either
+    named them says True: those rows ran bfloat16 only on such hosts, where it is faster than float32."""
+    if "bfloat16_products" in record:
+        return bool(record["bfloat16_products"])
+    reading = (record.get("host") or {}).get("before") or {}
+    return bool(reading.get("bfloat16_products", True))
+
+
+def _dtype_resolved(entry: dict[str, Any], bfloat16_products: bool) -> dict[str, Any]:
+    """``entry`` with ``hidden_dtype: auto`` spelled as the dtype it takes (:func:`entry_differences`)."""
+    from her_wrap.sb3.policies import AUTO_DTYPE, HIDDEN_DTYPE_KEY
+
+    policy_kwargs = entry.get("policy_kwargs")
+    if not isinstance(policy_kwargs, dict) or policy_kwargs.get(HIDDEN_DTYPE_KEY) != AUTO_DTYPE:
+        return entry
+    dtype = "bfloat16" if bfloat16_products else "float32"
+    return {**entry, "policy_kwargs": {**policy_kwargs, HIDDEN_DTYPE_KEY: dtype}}
 
 
 def _without_policy_defaults(entry: dict[str, Any]) -> dict[str, Any]:
@@ -433,14 +467,21 @@ def _without_policy_defaults(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_shipped_entry(
-    task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = (), *, shorter_budget: bool = False
+    task: EntryTask,
+    run_dir: Path,
+    overrides: tuple[str, ...] = (),
+    *,
+    shorter_budget: bool = False,
+    bfloat16_products: bool = True,
 ) -> tuple[RunLayout, dict[str, Any]]:
     """The run folder's layout and arguments, once its run is the task's command with the shipped entry
     (changed by ``overrides``, a variant's ``-params``) on the task's workers (:attr:`EntryTask.workers`;
     a row's task is :meth:`EntryTask.with_variant`).
 
     ``shorter_budget`` takes a run of fewer env steps than the task's, otherwise the same command: the
-    first folders of a run resumed with a longer budget (``-i`` and a larger ``-n``).
+    first folders of a run resumed with a longer budget (``-i`` and a larger ``-n``). ``bfloat16_products``
+    says whether the run's host had bfloat16 dot products: what ``hidden_dtype: auto`` took there
+    (:func:`entry_differences`).
 
     The entries are compared once validated, so an entry written by another version of ``her-wrap train``
     (keys spelled or ordered differently) is the same recipe when it means the same.
@@ -475,7 +516,7 @@ def check_shipped_entry(
         task.config_path(), task.env_id, overrides=overrides, n_timesteps=steps, workers=workers
     )
     ran = build_run_config(entry, task.env_id, str(layout.config_path))
-    differences = entry_differences(shipped.to_entry(), ran.to_entry(), workers)
+    differences = entry_differences(shipped.to_entry(), ran.to_entry(), workers, bfloat16_products)
     if differences:
         raise UsageError(
             f"{run_dir} ran another entry than the shipped configs/{task.config} one for {task.env_id}"
@@ -578,7 +619,9 @@ class RunChain:
         return checkpoint_model_path(part.layout.run_dir, timesteps)
 
 
-def check_run(task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = ()) -> RunChain:
+def check_run(
+    task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = (), bfloat16_products: bool = True
+) -> RunChain:
     """The row's run that ends in ``run_dir``: its folder and, when it was resumed (``-i``), the folders
     it resumed, each checked to be the task's command (:func:`check_shipped_entry`) with the same seed.
     A folder it resumed may have had a smaller budget (a run resumed to train longer, e.g. to 2.5M env
@@ -592,7 +635,9 @@ def check_run(task: EntryTask, run_dir: Path, overrides: tuple[str, ...] = ()) -
     parts: list[RunPart] = []
     current: Path | None = Path(run_dir)
     while current is not None:
-        layout, args = check_shipped_entry(task, current, overrides, shorter_budget=bool(parts))
+        layout, args = check_shipped_entry(
+            task, current, overrides, shorter_budget=bool(parts), bfloat16_products=bfloat16_products
+        )
         if any(part.layout.run_dir.resolve() == layout.run_dir.resolve() for part in parts):
             raise UsageError(f"{layout.run_dir} resumes itself")
         start = int(args.get("initial_timesteps") or 0)
@@ -680,10 +725,17 @@ def record_entry_run(
 
     ``run_dir`` may be a run resumed from a checkpoint of a stopped one (:func:`check_run`): the curve then
     runs across the parts, and ``resumed_at`` names the env steps where each part took over. ``host``, the
-    machine's speed around the run (:func:`run_entry`), is recorded as given.
+    machine's speed around the run (:func:`run_entry`), is recorded as given; ``bfloat16_products`` is
+    its reading's, or this machine's without one (what ``hidden_dtype: auto`` takes: the row is recorded
+    on the host that ran it).
     """
+    from her_wrap.sb3.policies import cpu_has_bfloat16_products
+
     task = task.with_variant(variant)
-    chain = check_run(task, run_dir, variant_overrides(variant))
+    bfloat16_products = bool(
+        ((host or {}).get("before") or {}).get("bfloat16_products", cpu_has_bfloat16_products())
+    )
+    chain = check_run(task, run_dir, variant_overrides(variant), bfloat16_products)
     layout, args, seed = chain.layout, chain.parts[-1].args, chain.seed
     steps, successes, seconds = chain.curve()
     final = saved_agent_success(task, layout.final_model_path, seed)
@@ -705,6 +757,7 @@ def record_entry_run(
         "workers": task.workers,
         "load_average": os.getloadavg(),
         **({"host": host} if host is not None else {}),
+        "bfloat16_products": bfloat16_products,
         "run_dir": str(run_dir),
         **_resumed_fields(chain),
         "settings": config.to_entry(),

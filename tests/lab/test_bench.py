@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from her_wrap.sb3.policies import cpu_has_bfloat16_products
 from lab import bench
 from lab.doc_sections import cpu_model, machine_note
 
@@ -88,6 +89,7 @@ def test_host_reading_names_the_cpu_the_speed_the_load_and_the_versions(
     reading = bench.host_reading("BitFlippingContinuous-v0", seconds=0.05)
     assert reading["cpu"] == cpu_model() and reading["cpu"]
     assert reading["cpus"] == os.cpu_count()
+    assert reading["bfloat16_products"] is cpu_has_bfloat16_products()
     assert reading["matmul_gflops_one_thread"] > 0.1
     wall = reading["update_matmul_gflops_wall"]
     assert set(wall) == {"1", str(os.cpu_count() or 1)}

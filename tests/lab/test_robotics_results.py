@@ -105,6 +105,18 @@ def test_another_budget_or_schedule_is_refused(tmp_path: pathlib.Path) -> None:
         experiments.check_shipped_entry(task, fake_run(tmp_path / "b", command_entry(task), eval_freq=5000))
 
 
+def test_a_float32_run_of_fetch_push_is_its_auto_entry_only_on_a_host_without_bfloat16_products(
+    tmp_path: pathlib.Path,
+) -> None:
+    task = experiments.ENTRY_TASKS[TWO_WORKERS]
+    float32 = ("policy_kwargs.hidden_dtype:float32",)
+    run_dir = command_run(tmp_path, task, command_entry(task, float32))
+    experiments.check_shipped_entry(task, run_dir, bfloat16_products=False)
+    with pytest.raises(UsageError, match="differs in policy_kwargs"):
+        experiments.check_shipped_entry(task, run_dir, bfloat16_products=True)
+    experiments.check_shipped_entry(task, run_dir, float32, bfloat16_products=True)
+
+
 @pytest.mark.parametrize("name", [ONE_PROCESS, TWO_WORKERS])
 def test_a_variant_run_is_taken_only_as_that_variant(tmp_path: pathlib.Path, name: str) -> None:
     task = experiments.ENTRY_TASKS[name]
@@ -210,7 +222,7 @@ def test_fetch_push_and_slide_entries_alone_have_layer_norm_and_a_variant_gives_
         "net_arch": [256, 256],
         "layer_norm": True,
         "actor_average": 0.0025,
-        "hidden_dtype": "bfloat16",
+        "hidden_dtype": "auto",
     }
     assert policy_kwargs.pop("FetchSlide-v4") == {
         "net_arch": [256, 256, 256],
@@ -247,11 +259,12 @@ def test_fetch_slide_alone_mixes_desired_goals_and_plays_the_actor_average_and_v
     assert experiments.entry_differences(shipped.to_entry(), greedy_actor.to_entry()) == ["policy_kwargs"]
 
 
-def test_fetch_push_alone_steps_five_envs_in_bfloat16_and_variants_give_the_entry_before() -> None:
-    """FetchPush's entry steps 5 envs for 50 steps per cycle with bfloat16 hidden layers;
-    ``envs-2-steps-125+float32`` gives the entry before (its rows), changing nothing else."""
+def test_fetch_push_alone_steps_five_envs_in_auto_dtype_and_variants_give_the_entry_before() -> None:
+    """FetchPush's entry steps 5 envs for 50 steps per cycle with ``hidden_dtype: auto``; on a host with
+    bfloat16 dot products (its rows') that is the bfloat16 entry, ``envs-5-steps-50+bf16``, and
+    ``envs-2-steps-125+float32`` the entry before (its rows), changing nothing else."""
     shipped = load_run_config(default_config_path(), "FetchPush-v4")
-    assert shipped.learner_kwargs["policy_kwargs"]["hidden_dtype"] == "bfloat16"
+    assert shipped.learner_kwargs["policy_kwargs"]["hidden_dtype"] == "auto"
     assert shipped.n_envs == 5 and shipped.to_entry()["train_freq"] == [50, "step"]
     others = [
         load_run_config(default_config_path(), task.env_id) for task in experiments.ENTRY_TASKS.values()
@@ -273,6 +286,33 @@ def test_fetch_push_alone_steps_five_envs_in_bfloat16_and_variants_give_the_entr
         default_config_path(), "FetchPush-v4", overrides=experiments.variant_overrides("envs-5-steps-50+bf16")
     )
     assert experiments.entry_differences(shipped.to_entry(), promoted.to_entry()) == []
+    assert experiments.entry_differences(
+        shipped.to_entry(), promoted.to_entry(), bfloat16_products=False
+    ) == ["policy_kwargs"]
+
+
+@pytest.mark.parametrize("products", [True, False])
+def test_auto_is_the_dtype_it_takes_on_the_hosts_cpu_and_no_other(products: bool) -> None:
+    """``hidden_dtype: auto`` compares equal to bfloat16 on a host with bfloat16 dot products and to
+    float32 (or no key) on one without, and to nothing else."""
+    plain = {"model_class": "ddpg", "policy_kwargs": {"net_arch": [256, 256]}}
+    auto = {**plain, "policy_kwargs": {"net_arch": [256, 256], "hidden_dtype": "auto"}}
+    taken, other = ("bfloat16", "float32") if products else ("float32", "bfloat16")
+    for dtype, same in ((taken, True), (other, False)):
+        spelled = {**plain, "policy_kwargs": {"net_arch": [256, 256], "hidden_dtype": dtype}}
+        for pair in ((auto, spelled), (spelled, auto)):
+            differences = experiments.entry_differences(*pair, bfloat16_products=products)
+            assert differences == ([] if same else ["policy_kwargs"])
+    assert (experiments.entry_differences(auto, plain, bfloat16_products=products) == []) is not products
+    assert experiments.entry_differences(auto, auto, bfloat16_products=products) == []
+
+
+def test_a_rows_bfloat16_products_are_its_own_else_its_host_readings_else_true() -> None:
+    assert experiments.row_bfloat16_products({"bfloat16_products": False, "host": {}}) is False
+    assert experiments.row_bfloat16_products({"host": {"before": {"bfloat16_products": False}}}) is False
+    assert experiments.row_bfloat16_products({"host": {"before": {"bfloat16_products": True}}}) is True
+    assert experiments.row_bfloat16_products({"host": {"before": {"cpu": "AMD EPYC"}}}) is True
+    assert experiments.row_bfloat16_products({}) is True
 
 
 @pytest.mark.parametrize(("env_id", "rate"), [("FetchPush-v4", 0.0025), ("FetchSlide-v4", 0.0002)])
