@@ -432,14 +432,15 @@ def entry_differences(
 UNNAMED_POLICY_DEFAULTS: dict[str, Any] = {"actor_average": 0, "hidden_dtype": "float32"}
 
 
-def row_bfloat16_products(record: dict[str, Any]) -> bool:
+def row_bfloat16_products(record: dict[str, Any], default: bool = True) -> bool:
     """Whether a row's host had bfloat16 dot products: its ``bfloat16_products`` (:func:`record_entry_run`),
-    else its host reading's before the run (:func:`lab.bench.host_reading`). A row recorded before either
-    named them says True: those rows ran bfloat16 only on such hosts, where it is faster than float32."""
+    else its host reading's before the run (:func:`lab.bench.host_reading`), else ``default``. A row
+    recorded before either named them says True: those rows ran bfloat16 only on such hosts, where it is
+    faster than float32."""
     if "bfloat16_products" in record:
         return bool(record["bfloat16_products"])
     reading = (record.get("host") or {}).get("before") or {}
-    return bool(reading.get("bfloat16_products", True))
+    return bool(reading.get("bfloat16_products", default))
 
 
 def _dtype_resolved(entry: dict[str, Any], bfloat16_products: bool) -> dict[str, Any]:
@@ -732,9 +733,7 @@ def record_entry_run(
     from her_wrap.sb3.policies import cpu_has_bfloat16_products
 
     task = task.with_variant(variant)
-    bfloat16_products = bool(
-        ((host or {}).get("before") or {}).get("bfloat16_products", cpu_has_bfloat16_products())
-    )
+    bfloat16_products = row_bfloat16_products({"host": host}, default=cpu_has_bfloat16_products())
     chain = check_run(task, run_dir, variant_overrides(variant), bfloat16_products)
     layout, args, seed = chain.layout, chain.parts[-1].args, chain.seed
     steps, successes, seconds = chain.curve()

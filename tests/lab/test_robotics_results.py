@@ -313,6 +313,8 @@ def test_a_rows_bfloat16_products_are_its_own_else_its_host_readings_else_true()
     assert experiments.row_bfloat16_products({"host": {"before": {"bfloat16_products": True}}}) is True
     assert experiments.row_bfloat16_products({"host": {"before": {"cpu": "AMD EPYC"}}}) is True
     assert experiments.row_bfloat16_products({}) is True
+    assert experiments.row_bfloat16_products({"host": None}, default=False) is False
+    assert experiments.row_bfloat16_products({"host": {"before": {"bfloat16_products": True}}}, default=False)
 
 
 @pytest.mark.parametrize(("env_id", "rate"), [("FetchPush-v4", 0.0025), ("FetchSlide-v4", 0.0002)])
