@@ -37,24 +37,20 @@ import contextlib
 import dataclasses
 import math
 import shutil
-import signal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from her_wrap.envs.checks import NonFiniteDataError
-from her_wrap.runs import arguments, launcher, workers
+from her_wrap.runs import arguments, launcher, train_endings, workers
 from her_wrap.runs.atomic import remove_stale_temporaries
 from her_wrap.runs.checkpoints import (
     SavedAgent,
-    checkpoint_paths,
     newest_checkpoint,
     resolve_saved_agent,
     save_agent,
-    save_checkpoint,
     save_normalizer,
-    save_worker_replay_buffer,
     worker_replay_buffer_path,
 )
 from her_wrap.runs.env_factory import (
@@ -64,14 +60,12 @@ from her_wrap.runs.env_factory import (
     ensure_registered,
     make_training_envs,
 )
-from her_wrap.runs.errors import RunError, StoppedBySignal, UsageError
+from her_wrap.runs.errors import RunError, UsageError
 from her_wrap.runs.run_layout import RunLayout, new_run
 from her_wrap.runs.yaml_io import write_yaml_file
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from her_wrap.runs.callbacks import SignalStop, TrainingTimeBudget
+    from her_wrap.runs.callbacks import SignalStop
 
 #: Env steps between two checks that the learner's parameters are finite (a divisor of ``--save-freq``
 #: is used instead when it is smaller, so that every checkpoint is checked).
@@ -261,14 +255,14 @@ def _train(args: argparse.Namespace, worker: workers.Worker, stop: SignalStop) -
             shutil.rmtree(layout.run_dir, ignore_errors=True)
         raise
     if not worker.leads:
-        return _follow(
+        return train_endings.follow(
             agent,
             envs,
             remaining,
             args,
             worker=worker,
             stop=stop,
-            budget=_time_budget(config, worker),
+            budget=train_endings.time_budget(config, worker),
             reset_num_timesteps=saved is None,
             layout=layout,
         )
@@ -311,7 +305,7 @@ def _train(args: argparse.Namespace, worker: workers.Worker, stop: SignalStop) -
         # Checked whenever a checkpoint falls due, so that none holds a diverged learner.
         every = math.gcd(FINITE_CHECK_STEPS, args.save_freq) if args.save_freq > 0 else FINITE_CHECK_STEPS
         finite = FiniteParameters(every, lambda: newest_checkpoint(layout.run_dir))
-        budget = _time_budget(config, worker, lambda: evaluation.evaluation_seconds)
+        budget = train_endings.time_budget(config, worker, lambda: evaluation.evaluation_seconds)
         try:
             agent.learn(
                 remaining,
@@ -328,7 +322,9 @@ def _train(args: argparse.Namespace, worker: workers.Worker, stop: SignalStop) -
             raise RunError(f"{config.env_id}: {error}") from None
         finite.check()
         if stop.stopped_by is not None:
-            _end_stopped(agent, envs, layout, _stop_keeps_replay_buffer(args), stop.stopped_by, worker)
+            train_endings.end_stopped(
+                agent, envs, layout, train_endings.stop_keeps_replay_buffer(args), stop.stopped_by, worker
+            )
     if budget is not None and budget.spent:
         print(
             f"Trained {config.max_minutes:g} minutes (max_minutes), evaluations left out: stopped at step "
@@ -347,107 +343,6 @@ def _train(args: argparse.Namespace, worker: workers.Worker, stop: SignalStop) -
     if evaluation.results:
         timesteps, last = evaluation.results[-1]
         print(f"Last evaluation (step {timesteps}): {last.summary()}", flush=True)
-    workers.leave_workers()
-    return layout
-
-
-def _time_budget(
-    config: Any, worker: workers.Worker, evaluation_seconds: Callable[[], float] | None = None
-) -> TrainingTimeBudget | None:
-    """The callback that ends training after the entry's ``max_minutes`` (None without them). Worker 0's
-    clock decides for every worker; it leaves out its evaluations (``evaluation_seconds``)."""
-    from her_wrap.runs.callbacks import TrainingTimeBudget
-
-    if config.max_minutes is None:
-        return None
-    return TrainingTimeBudget(
-        config.max_minutes, evaluation_seconds, synchronized=worker.world > 1, leads=worker.leads
-    )
-
-
-def _stop_keeps_replay_buffer(args: argparse.Namespace) -> bool:
-    """Whether a run stopped by a signal saves its replay buffer with the agent: with
-    ``--save-replay-buffer``, and in a run that checkpoints (``--save-freq``), whose checkpoints keep it, so
-    that resuming from the stop's checkpoint (the newest) loses no transitions."""
-    return bool(args.save_replay_buffer or args.save_freq > 0)
-
-
-def _end_stopped(
-    agent: Any,
-    envs: TrainingEnvs,
-    layout: RunLayout,
-    with_replay_buffer: bool,
-    signum: int,
-    worker: workers.Worker,
-) -> NoReturn:
-    """End a run stopped by a signal, saved as the checkpoint of its step count (``-i RUN_FOLDER`` resumes
-    it): every worker calls it; worker 0 saves the agent, and with ``with_replay_buffer`` each its replay
-    buffer.
-
-    :raises StoppedBySignal: always, once saved
-    """
-    _save_stopped(agent, layout, with_replay_buffer, signum, worker)
-    envs.close()
-    workers.leave_workers()
-    raise StoppedBySignal(signum)
-
-
-def _save_stopped(
-    agent: Any, layout: RunLayout, with_replay_buffer: bool, signum: int, worker: workers.Worker
-) -> None:
-    timesteps = int(agent.num_timesteps)
-    model_path = checkpoint_paths(layout.run_dir, timesteps)[0]
-    if with_replay_buffer:
-        save_checkpoint(agent, layout.run_dir, timesteps, rank=worker.rank, synchronize=worker.synchronize)
-    elif worker.leads:
-        save_agent(agent, model_path)
-    if not worker.leads:
-        return
-    save_normalizer(agent, layout.vecnormalize_path)
-    print(
-        f"Stopped by {signal.Signals(signum).name} at step {timesteps}: saved the agent to {model_path} "
-        f"(resume with -i {layout.run_dir})",
-        flush=True,
-    )
-
-
-def _follow(
-    agent: Any,
-    envs: TrainingEnvs,
-    remaining: int,
-    args: argparse.Namespace,
-    *,
-    worker: workers.Worker,
-    stop: SignalStop,
-    budget: TrainingTimeBudget | None,
-    reset_num_timesteps: bool,
-    layout: RunLayout,
-) -> RunLayout:
-    """Train as a worker other than rank 0: no evaluation and no logs; its replay buffer saved with each
-    checkpoint (and at the end with ``--save-replay-buffer``), beside rank 0's."""
-    from her_wrap.runs.callbacks import CheckpointCallback
-
-    if not layout.run_dir.is_dir() and (args.save_freq > 0 or args.save_replay_buffer):
-        print(
-            f"Note: worker {worker.rank} does not see the run folder {layout.run_dir} on this machine: "
-            "its replay buffer is not saved (a resumed run gives it worker 0's)",
-            flush=True,
-        )
-    checkpoints = CheckpointCallback(
-        agent, layout.run_dir, args.save_freq, verbose=0, rank=worker.rank, synchronize=worker.synchronize
-    )
-    # ``stop`` handles the signals already (:func:`train`, from the moment the workers joined).
-    agent.learn(
-        remaining,
-        callback=[checkpoints, stop, *([budget] if budget is not None else [])],
-        log_interval=None,
-        reset_num_timesteps=reset_num_timesteps,
-    )
-    if stop.stopped_by is not None:
-        _end_stopped(agent, envs, layout, _stop_keeps_replay_buffer(args), stop.stopped_by, worker)
-    if args.save_replay_buffer:
-        save_worker_replay_buffer(agent, layout.replay_buffer_path, worker.rank)
-    envs.close()
     workers.leave_workers()
     return layout
 
