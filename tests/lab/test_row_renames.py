@@ -15,7 +15,7 @@ import pytest
 
 from her_wrap.runs.config import load_run_config
 from her_wrap.runs.errors import UsageError
-from lab.experiments import ENTRY_TASKS, entry_differences, variant_overrides
+from lab.experiments import ENTRY_TASKS, entry_differences, row_bfloat16_products, variant_overrides
 from lab.results import load_results
 from lab.row_renames import rename_entry_rows
 
@@ -364,3 +364,48 @@ def test_a_recorded_fetch_push_rows_name_gives_the_settings_and_workers_it_ran(k
     assert (record["steps"], record.get("workers") or 1) == (task.steps, task.workers)
     assert record["overrides"] == list(variant_overrides(variant))
     assert entry_differences(command, _without_plain_layer_norm(record["settings"]), task.workers) == []
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "fetch-slide-ddpg/0",
+        "fetch-slide-ddpg/1",
+        "fetch-slide-ddpg/2",
+        "fetch-slide-ddpg+no-minutes/1",
+        "fetch-slide-ddpg+updates-20/1",
+        "fetch-slide-ddpg+one-process/1",
+        "fetch-slide-ddpg+one-process+no-minutes/0",
+        "fetch-slide-ddpg+random-0.3+one-process+no-minutes/3",
+        "fetch-slide-ddpg+lr-constant+action-l2-1+random-0.3+one-process/0",
+        "fetch-slide-ddpg+updates-20+lr-constant+action-l2-1+random-0.3+one-process+budget-2.5m/2",
+        "fetch-slide-ddpg+float32+updates-20+lr-constant+action-l2-1+random-0.3+budget-2.5m/1",
+        "fetch-slide-ddpg+float32+updates-20+lr-constant+action-l2-1+random-0.3+one-process+no-minutes+budget-2.5m/0",
+    ],
+)
+def test_a_recorded_fetch_slide_rows_name_gives_the_settings_and_workers_it_ran(key: str) -> None:
+    """The rows of docs/robotics_results.json, renamed for FetchSlide's two-worker entry: each name's command
+    trains what the row recorded on the row's host (``auto`` is bfloat16 where the host has bfloat16 dot
+    products), for its budget, or until its 115-minute limit stopped it."""
+    record = load_results(ROOT / "docs" / "robotics_results.json")[key]
+    variant = record["variant"]
+    assert key == f"fetch-slide-ddpg{'+' + variant if variant else ''}/{record['seed']}"
+    task = SLIDE.with_variant(variant)
+    config = load_run_config(
+        task.config_path(),
+        task.env_id,
+        overrides=variant_overrides(variant),
+        n_timesteps=task.steps // task.workers,
+        workers=task.workers,
+    )
+    assert (record.get("workers") or 1) == task.workers
+    stopped = config.max_minutes is not None and record["train_seconds"] >= 60 * (config.max_minutes - 1)
+    # A run ends on a whole cycle of 500 env steps, possibly past its budget.
+    assert task.steps <= record["steps"] < task.steps + 500 or (stopped and record["steps"] < task.steps)
+    assert record["overrides"] == list(variant_overrides(variant))
+    ran = {**record["settings"], "max_minutes": record["settings"].get("max_minutes")}
+    if config.max_minutes is not None and ran["max_minutes"] is None:
+        assert record["train_seconds"] < 60 * config.max_minutes  # the limit would not have fired
+        ran["max_minutes"] = config.max_minutes
+    products = row_bfloat16_products(record)
+    assert entry_differences(config.to_entry(), ran, task.workers, products) == []
