@@ -109,8 +109,9 @@ ENTRY_TASKS: dict[str, EntryTask] = {
     # The budget of its target, 0.9 within 60 minutes (the rows of 1M and 1.5M env steps: budget-1m and
     # budget-1.5m).
     "fetch-pick-and-place-ddpg": EntryTask("FetchPickAndPlace-v4", 600_000),
-    # 2.5M env steps: where the goal mix's seeds 0 and 3 first ran to (the entry before it: 1.5M, budget-1.5m).
-    "fetch-slide-ddpg": EntryTask("FetchSlide-v4", 2_500_000),
+    # Two workers (the entry's ``workers: 2``), 1M env steps each; its 115-minute limit may stop a run sooner.
+    # The one-process entry before it trained 2.5M (budget-2.5m), and before the goal mix 1.5M (budget-1.5m).
+    "fetch-slide-ddpg": EntryTask("FetchSlide-v4", 2_000_000, workers=2),
     # The budget of its target, 0.9 within 20 minutes (the rows of 600k env steps, with uniform draws then:
     # no-movement+budget-600k).
     "panda-push-ddpg": EntryTask("PandaPush-v3", 440_000),
@@ -147,10 +148,14 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "per": (*UNIFORM_DRAWS, "her.prioritized:true"),
     # Twice the gradient steps per cycle: 40 of batch 2048 every 500 env steps (0.08 per env step).
     "updates-40": ("gradient_steps:40",),
+    # 20 gradient steps per cycle: the manipulation entries' count, and the FetchSlide entry's before it took 40.
+    "updates-20": ("gradient_steps:20",),
     # The learning rate decayed linearly from 1e-3 to 0 over the run (the zoo's lin_ form), so the last
     # updates move the networks least. On FetchSlide seed 0 its evaluations still swung 0.70-0.96 after 1.5M
     # env steps, as with the constant rate; its final agent scored 0.86 against 0.82.
     "lr-linear": ("learning_rate:lin_1e-3",),
+    # A constant learning rate of 1e-3: the FetchSlide entry before it took the decayed one.
+    "lr-constant": ("learning_rate:1e-3",),
     # TD3 instead of DDPG (twin critics, target policy smoothing, the actor updated every second step).
     "td3": ("model_class:td3",),
     # Eight relabeled goals per kept one: 8/9 of each batch relabeled instead of 4/5 (FetchPush's entry
@@ -174,12 +179,19 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # A tenth of the penalty: the FetchSlide agents' misses are far goals the puck stops short of, and 0.01
     # learned more slowly on the plain entry (docs/research/manipulation.md).
     "action-l2-0.1": ("her.action_l2:0.1",),
+    # The penalty of 1.0: the other manipulation entries', and the FetchSlide entry's before it took 0.1.
+    "action-l2-1": ("her.action_l2:1.0",),
     # Gaussian exploration noise of std 0.1 instead of 0.2.
     "noise-0.1": ("noise_std:0.1",),
     # 20% random actions instead of 30%.
     "random-0.2": ("her.random_action_prob:0.2",),
+    # 30% random actions: the other manipulation entries', and the FetchSlide entry's before it took 20%.
+    "random-0.3": ("her.random_action_prob:0.3",),
     # At most 115 minutes of training (evaluations left out), short of the budget's env steps on a slow host.
+    # A row that ran without a limit and trained less than that ran as with it (lab.row_renames).
     "minutes-115": ("max_minutes:115",),
+    # No limit on the training minutes: the FetchSlide entry before it took 115.
+    "no-minutes": ("max_minutes:null",),
     # n-step returns over 2 (3) steps, every reward recomputed for the sample's goal; one-step returns: the
     # FetchPush entry before it took 3 steps.
     "n-steps-1": ("her.n_steps:1",),

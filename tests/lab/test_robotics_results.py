@@ -2,7 +2,8 @@
 
 A manipulation row must be the shipped ``configs/her.yml`` entry (or a named variant of it) run with the
 row's command; these tests build run folders as ``her-wrap train`` writes them and check which are taken.
-FetchSlide's entry trains in one process, FetchPush's on two workers (its ``workers: 2``). The tables show
+FetchPickAndPlace's entry trains in one process, FetchPush's and FetchSlide's on two workers (their
+``workers: 2``). The tables show
 every seed on its own, then the median and the worst seed.
 """
 
@@ -26,9 +27,11 @@ from her_wrap.runs.yaml_io import load_yaml_file, write_yaml_file
 from lab import experiments, results, training_child
 
 RESULTS_FILE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "robotics_results.json"
-#: A task whose shipped entry trains in one process, and the one whose entry trains on two workers.
-ONE_PROCESS = "fetch-slide-ddpg"
+#: A task whose shipped entry trains in one process, and two whose entries train on two workers.
+ONE_PROCESS = "fetch-pick-and-place-ddpg"
+ONE_PROCESS_ENV = experiments.ENTRY_TASKS[ONE_PROCESS].env_id
 TWO_WORKERS = "fetch-push-ddpg"
+SLIDE = "fetch-slide-ddpg"
 
 
 def write_agent_zip(path: pathlib.Path) -> None:
@@ -42,7 +45,7 @@ def fake_run(
     entry: dict[str, Any],
     *,
     eval_freq: int = 20_000,
-    env_id: str = "FetchSlide-v4",
+    env_id: str = ONE_PROCESS_ENV,
     workers: int = 1,
 ) -> pathlib.Path:
     """A run folder holding what ``her-wrap train`` records: the resolved entry and the arguments."""
@@ -82,14 +85,14 @@ def command_run(
     )
 
 
-@pytest.mark.parametrize("name", [ONE_PROCESS, TWO_WORKERS])
+@pytest.mark.parametrize("name", [ONE_PROCESS, TWO_WORKERS, SLIDE])
 def test_a_run_of_the_shipped_entry_is_taken(tmp_path: pathlib.Path, name: str) -> None:
     task = experiments.ENTRY_TASKS[name]
     _, args = experiments.check_shipped_entry(task, command_run(tmp_path, task))
     assert args["seed"] == 3
 
 
-@pytest.mark.parametrize("name", [ONE_PROCESS, TWO_WORKERS])
+@pytest.mark.parametrize("name", [ONE_PROCESS, TWO_WORKERS, SLIDE])
 def test_a_changed_entry_is_refused_naming_the_difference(tmp_path: pathlib.Path, name: str) -> None:
     task = experiments.ENTRY_TASKS[name]
     entry = {**command_entry(task), "batch_size": 256}
@@ -117,7 +120,7 @@ def test_a_float32_run_of_fetch_push_is_its_auto_entry_only_on_a_host_without_bf
     experiments.check_shipped_entry(task, run_dir, float32, bfloat16_products=True)
 
 
-@pytest.mark.parametrize("name", [ONE_PROCESS, TWO_WORKERS])
+@pytest.mark.parametrize("name", [ONE_PROCESS, TWO_WORKERS, SLIDE])
 def test_a_variant_run_is_taken_only_as_that_variant(tmp_path: pathlib.Path, name: str) -> None:
     task = experiments.ENTRY_TASKS[name]
     assert experiments.VARIANTS  # the loop below is not empty
@@ -134,8 +137,8 @@ def test_a_variant_run_is_taken_only_as_that_variant(tmp_path: pathlib.Path, nam
         with pytest.raises(UsageError, match="pass the --variant it ran"):
             experiments.check_shipped_entry(task, run_dir)
         taken.append(variant)
-    # FetchPush's entry is FetchSlide's regime on two workers: one-process undoes that on FetchPush alone.
-    assert ("one-process" in taken) == (name == TWO_WORKERS) and ("workers-2" in taken)
+    # FetchPush's and FetchSlide's entries are the one-process regime on two workers: one-process undoes that.
+    assert ("one-process" in taken) == (name != ONE_PROCESS) and ("workers-2" in taken)
 
 
 @pytest.mark.parametrize("variant", sorted(set(experiments.VARIANTS) - set(experiments.VARIANT_WORKERS)))
@@ -228,6 +231,7 @@ def test_fetch_push_and_slide_entries_alone_have_layer_norm_and_a_variant_gives_
         "net_arch": [256, 256, 256],
         "layer_norm": True,
         "actor_average": 0.0002,
+        "hidden_dtype": "auto",
     }
     assert all(kwargs == {"net_arch": [256, 256, 256]} for kwargs in policy_kwargs.values())
     shipped = load_run_config(default_config_path(), env_id)
@@ -353,13 +357,59 @@ def test_a_policy_key_at_its_default_is_the_same_entry_as_none_and_any_other_val
     assert experiments.entry_differences({**recorded, "model_class": "td3"}, recorded) == ["model_class"]
 
 
-def test_bf16_changes_only_the_hidden_dtype_of_the_fetch_slide_entry() -> None:
+#: The parts FetchSlide's two-worker entry took, and the parts that give back the one-process entry before it.
+SLIDE_PROMOTED = "auto+updates-40+lr-linear+action-l2-0.1+random-0.2+workers-2-envs-2+budget-2m+minutes-115"
+SLIDE_PREVIOUS = "float32+updates-20+lr-constant+action-l2-1+random-0.3+one-process+budget-2.5m+no-minutes"
+
+
+@pytest.mark.parametrize(
+    ("promoted", "previous"), list(zip(SLIDE_PROMOTED.split("+"), SLIDE_PREVIOUS.split("+"), strict=True))
+)
+def test_each_part_before_fetch_slides_entry_undoes_one_part_it_took(promoted: str, previous: str) -> None:
+    """Each part of ``SLIDE_PREVIOUS`` changes the shipped FetchSlide entry (on a host with bfloat16 dot
+    products), and its promoted part after it gives the entry back."""
+    task = experiments.ENTRY_TASKS[SLIDE]
+    if experiments.budget_of(promoted) is not None:
+        assert (experiments.budget_of(promoted), experiments.budget_of(previous)) == (task.steps, 2_500_000)
+        return
+    shipped = command_entry(task)
+    before = task.with_variant(previous)
+    undone = command_entry(before, experiments.variant_overrides(previous))
+    assert experiments.entry_differences(shipped, undone, task.workers)
+    back = task.with_variant(f"{previous}+{promoted}")
+    assert (back.workers, back.steps) == (task.workers, task.steps)
+    redone = command_entry(back, experiments.variant_overrides(f"{previous}+{promoted}"))
+    assert experiments.entry_differences(shipped, redone, task.workers) == []
+
+
+def test_the_parts_before_fetch_slides_entry_give_the_one_process_recipe_of_its_earlier_rows() -> None:
+    task = experiments.ENTRY_TASKS[SLIDE].with_variant(SLIDE_PREVIOUS)
+    config = load_run_config(
+        task.config_path(), task.env_id, overrides=experiments.variant_overrides(SLIDE_PREVIOUS)
+    )
+    learner = config.learner_kwargs
+    assert (task.workers, task.steps, config.workers, config.max_minutes) == (1, 2_500_000, 1, None)
+    assert (learner["batch_size"], learner["gradient_steps"], learner["learning_rate"]) == (2048, 20, 1e-3)
+    assert learner["train_freq"] == [250, "step"] and learner["policy_kwargs"]["hidden_dtype"] == "float32"
+    assert (config.her["action_l2"], config.her["random_action_prob"]) == (1.0, 0.3)
+
+
+@pytest.mark.parametrize(("variant", "same_on_bfloat16_host"), [("bf16", True), ("float32", False)])
+def test_a_dtype_variant_changes_only_the_hidden_dtype_of_the_fetch_slide_entry_and_only_where_auto_differs(
+    variant: str, same_on_bfloat16_host: bool
+) -> None:
+    """FetchSlide's entry ships ``hidden_dtype: auto``: ``bf16`` is it on a host with bfloat16 dot products,
+    ``float32`` on one without; elsewhere each differs in the hidden dtype alone."""
     shipped = load_run_config(default_config_path(), "FetchSlide-v4")
-    bf16 = load_run_config(default_config_path(), "FetchSlide-v4", overrides=experiments.VARIANTS["bf16"])
-    assert experiments.entry_differences(shipped.to_entry(), bf16.to_entry()) == ["policy_kwargs"]
-    assert bf16.learner_kwargs["policy_kwargs"] == {
+    changed = load_run_config(default_config_path(), "FetchSlide-v4", overrides=experiments.VARIANTS[variant])
+    for products in (True, False):
+        differences = experiments.entry_differences(
+            shipped.to_entry(), changed.to_entry(), bfloat16_products=products
+        )
+        assert differences == ([] if products == same_on_bfloat16_host else ["policy_kwargs"])
+    assert changed.learner_kwargs["policy_kwargs"] == {
         **shipped.learner_kwargs["policy_kwargs"],
-        "hidden_dtype": "bfloat16",
+        "hidden_dtype": {"bf16": "bfloat16", "float32": "float32"}[variant],
     }
 
 
@@ -489,8 +539,8 @@ def test_a_workers_variant_keeps_the_entry_or_changes_it_and_always_sets_the_wor
 def test_a_two_worker_variant_keeps_the_entrys_env_steps_rows_and_random_steps_per_update(
     variant: str,
 ) -> None:
-    shipped = load_run_config(default_config_path(), "FetchSlide-v4")
-    split = load_run_config(default_config_path(), "FetchSlide-v4", overrides=experiments.VARIANTS[variant])
+    shipped = load_run_config(default_config_path(), ONE_PROCESS_ENV)
+    split = load_run_config(default_config_path(), ONE_PROCESS_ENV, overrides=experiments.VARIANTS[variant])
     workers = experiments.variant_workers(variant)
     assert workers == 2 and per_update(split, workers) == per_update(shipped, 1) == (25, 2048, 1000)
 
@@ -560,7 +610,7 @@ def test_two_variants_that_both_set_the_workers_are_refused() -> None:
 def test_one_process_before_a_workers_variant_trains_on_that_variants_workers_and_settings(
     variant: str,
 ) -> None:
-    """``one-process+workers-2`` is ``workers-2`` on the one-process entry: FetchSlide's regime."""
+    """``one-process+workers-2`` is ``workers-2`` on the one-process entry: FetchPickAndPlace's regime."""
     joined = f"one-process+{variant}"
     assert experiments.variant_workers(joined) == 2
     assert experiments.variant_argument(joined) == joined
@@ -571,12 +621,12 @@ def test_one_process_before_a_workers_variant_trains_on_that_variants_workers_an
         "FetchPush-v4",
         overrides=experiments.variant_overrides(f"envs-2-steps-125+{joined}"),
     )
-    on_fetch_slide = load_run_config(
-        default_config_path(), "FetchSlide-v4", overrides=experiments.VARIANTS[variant]
+    on_one_process = load_run_config(
+        default_config_path(), ONE_PROCESS_ENV, overrides=experiments.VARIANTS[variant]
     )
     assert on_fetch_push.workers == 2
-    assert on_fetch_push.learner_kwargs["batch_size"] == on_fetch_slide.learner_kwargs["batch_size"]
-    assert per_update(on_fetch_push, 2) == per_update(on_fetch_slide, 2)
+    assert on_fetch_push.learner_kwargs["batch_size"] == on_one_process.learner_kwargs["batch_size"]
+    assert per_update(on_fetch_push, 2) == per_update(on_one_process, 2)
 
 
 def test_the_sbx_row_runs_its_own_shipped_file_and_only_that(tmp_path: pathlib.Path) -> None:
@@ -739,7 +789,7 @@ def test_a_stopped_run_gives_its_curve_and_the_command_that_reproduces_it(tmp_pa
     assert record["seed"] == 3 and record["note"] == "session ended" and "checkpoint" not in record
     assert (
         record["command"]
-        == "python scripts/robotics_results.py run fetch-slide-ddpg --seeds 3 --variant updates-40"
+        == f"python scripts/robotics_results.py run {ONE_PROCESS} --seeds 3 --variant updates-40"
     )
     assert record["train_command"].endswith("-params gradient_steps:40")
     # The run must still be the command it claims: without the variant it is another recipe.
@@ -810,7 +860,7 @@ def test_a_stopped_runs_checkpoint_is_loaded_and_evaluated_on_fresh_episodes(
 
     task = experiments.ENTRY_TASKS[ONE_PROCESS]
     run_dir = _stopped_run(tmp_path, None)
-    HER("MultiInputPolicy", "FetchSlide-v4", "ddpg", policy_kwargs=dict(net_arch=[8])).save(
+    HER("MultiInputPolicy", ONE_PROCESS_ENV, "ddpg", policy_kwargs=dict(net_arch=[8])).save(
         run_dir / "rl_model_20000_steps.zip"
     )
     evaluated: list[tuple[str, int]] = []
@@ -822,7 +872,7 @@ def test_a_stopped_runs_checkpoint_is_loaded_and_evaluated_on_fresh_episodes(
 
     monkeypatch.setattr(experiments, "final_success", success)
     record = experiments.stopped_run_record(ONE_PROCESS, task, run_dir, checkpoint=20_000)
-    assert evaluated == [("FetchSlide-v4", 3)]
+    assert evaluated == [(ONE_PROCESS_ENV, 3)]
     assert record["checkpoint"]["timesteps"] == 20_000 and record["checkpoint"]["success"] == 0.5
     assert "--load-checkpoint 20000 -n 100" in record["checkpoint"]["command"]
 
@@ -844,7 +894,7 @@ def test_a_budget_evaluates_every_recorded_seeds_checkpoint_beside_its_final_age
     from her_wrap import HER
 
     run_dir = _stopped_run(tmp_path, None)
-    HER("MultiInputPolicy", "FetchSlide-v4", "ddpg", policy_kwargs=dict(net_arch=[8])).save(
+    HER("MultiInputPolicy", ONE_PROCESS_ENV, "ddpg", policy_kwargs=dict(net_arch=[8])).save(
         run_dir / "rl_model_40000_steps.zip"
     )
     evaluated: list[tuple[int, int]] = []
@@ -861,7 +911,7 @@ def test_a_budget_evaluates_every_recorded_seeds_checkpoint_beside_its_final_age
     # The training seconds of the checkpoint are the curve's at its env steps.
     assert seed["checkpoints"][0]["train_seconds"] == 101.0
     assert seed["final"] == {"timesteps": 600_000, "success": 0.97, "train_seconds": 3000.0}
-    assert record["command"] == "python scripts/robotics_results.py budget fetch-slide-ddpg --steps 40000"
+    assert record["command"] == f"python scripts/robotics_results.py budget {ONE_PROCESS} --steps 40000"
     # --seeds leaves out a recorded seed (its run folder need not exist), and the command says so.
     gone = _recorded(tmp_path / "gone", seed=0)
     evaluated.clear()
@@ -883,8 +933,8 @@ def test_a_budget_can_play_every_agents_target_actor_the_final_ones_too(
 
     run_dir = _stopped_run(tmp_path, None)
     saved = {}
-    for name, shift in (("rl_model_40000_steps.zip", 1.0), ("FetchSlide-v4.zip", 2.0)):
-        agent = HER("MultiInputPolicy", "FetchSlide-v4", "ddpg", policy_kwargs=dict(net_arch=[8]))
+    for name, shift in (("rl_model_40000_steps.zip", 1.0), (f"{ONE_PROCESS_ENV}.zip", 2.0)):
+        agent = HER("MultiInputPolicy", ONE_PROCESS_ENV, "ddpg", policy_kwargs=dict(net_arch=[8]))
         with th.no_grad():
             for parameter in agent.model.policy.actor_target.parameters():
                 parameter.add_(shift)  # a target actor unlike the actor
@@ -903,7 +953,7 @@ def test_a_budget_can_play_every_agents_target_actor_the_final_ones_too(
 
     monkeypatch.setattr(experiments, "final_success", success)
     record = experiments.budget_record(ONE_PROCESS, [_recorded(run_dir)], [40_000], greedy="target-actor")
-    assert played == ["rl_model_40000_steps.zip", "FetchSlide-v4.zip"]
+    assert played == ["rl_model_40000_steps.zip", f"{ONE_PROCESS_ENV}.zip"]
     (seed,) = record["seeds"]
     assert seed["checkpoints"][0]["success"] == 0.25
     # enjoy would play the agent's own actor: the checkpoint names the command that plays its target actor.
@@ -921,7 +971,7 @@ def test_a_budget_can_play_every_agents_target_actor_the_final_ones_too(
     )
     with pytest.raises(UsageError, match="greedy actions from 'average': choose one of agent, target-actor"):
         experiments.budget_record(ONE_PROCESS, [_recorded(run_dir)], [40_000], greedy="average")
-    HER("MultiInputPolicy", "FetchSlide-v4", "sac", policy_kwargs=dict(net_arch=[8])).save(
+    HER("MultiInputPolicy", ONE_PROCESS_ENV, "sac", policy_kwargs=dict(net_arch=[8])).save(
         run_dir / "rl_model_40000_steps.zip"
     )
     with pytest.raises(UsageError, match=r"SAC has no target actor .*greedy agent"):
@@ -931,12 +981,12 @@ def test_a_budget_can_play_every_agents_target_actor_the_final_ones_too(
 def test_a_budget_names_what_is_missing(tmp_path: pathlib.Path) -> None:
     run_dir = _stopped_run(tmp_path, None)
     write_agent_zip(run_dir / "rl_model_20000_steps.zip")
-    with pytest.raises(UsageError, match="no recorded seed of fetch-slide-ddpg\\+td3"):
+    with pytest.raises(UsageError, match=f"no recorded seed of {ONE_PROCESS}\\+td3"):
         experiments.budget_record(ONE_PROCESS, [], [20_000], "td3")
     with pytest.raises(UsageError, match=r"is gone; .* leave the seed out with --seeds"):
         experiments.budget_record(ONE_PROCESS, [_recorded(tmp_path / "elsewhere")], [20_000])
     with pytest.raises(
-        UsageError, match="no record of seed\\(s\\) 1 in fetch-slide-ddpg; its recorded seeds: 3"
+        UsageError, match=f"no record of seed\\(s\\) 1 in {ONE_PROCESS}; its recorded seeds: 3"
     ):
         experiments.budget_record(ONE_PROCESS, [_recorded(run_dir)], [20_000], seeds=[1, 3])
     with pytest.raises(UsageError, match="a run of seed 3"):
@@ -988,7 +1038,7 @@ def test_a_run_of_another_budget_is_taken_only_with_its_budget_variant(tmp_path:
     record = {**entry_record(0, [0.1, 0.5, 0.9], 0.9), "variant": "budget-1m", "overrides": []}
     assert results.recipe_name(record) == "HER(DDPG), `configs/her.yml` with `-n 1000000`"
     # not the shipped entry: the README table, which shows the shipped entry's seeds, has no row for it
-    assert results.readme_table({"fetch-slide-ddpg+budget-1m": [record]}).count("\n") == 1
+    assert results.readme_table({f"{ONE_PROCESS}+budget-1m": [record]}).count("\n") == 1
 
 
 def _resumed_run(
@@ -1007,7 +1057,7 @@ def _resumed_run(
     for steps in (20_000, 40_000):
         write_agent_zip(first / f"rl_model_{steps}_steps.zip")
     second = command_run(tmp_path / "second", task)
-    args_path = second / "FetchSlide-v4" / "args.yml"
+    args_path = second / ONE_PROCESS_ENV / "args.yml"
     args = {
         **load_yaml_file(args_path),
         "seed": seed,
@@ -1047,17 +1097,17 @@ def test_a_run_resumed_with_a_longer_budget_is_its_longer_budgets_row(tmp_path: 
     task = experiments.ENTRY_TASKS[ONE_PROCESS]
     longer = task.with_variant("budget-3m")
     first, second = _resumed_run(tmp_path)
-    second_config = second / "FetchSlide-v4" / "config.yml"
+    second_config = second / ONE_PROCESS_ENV / "config.yml"
     # The first folder trained to the task's budget; the resumed one with -n 3000000.
-    write_yaml_file(second_config, {"FetchSlide-v4": command_entry(longer)})
+    write_yaml_file(second_config, {ONE_PROCESS_ENV: command_entry(longer)})
     chain = experiments.check_run(longer, second)
     assert [part.layout.run_dir for part in chain.parts] == [first, second]
     # The last folder sets the row's budget: the task's own row is refused.
     with pytest.raises(UsageError, match=f"n_timesteps is 3000000, the task's is {task.steps}"):
         experiments.check_run(task, second)
     # A first folder of a longer budget than the last one's is no shorter budget.
-    write_yaml_file(first / "FetchSlide-v4" / "config.yml", {"FetchSlide-v4": command_entry(longer)})
-    write_yaml_file(second_config, {"FetchSlide-v4": command_entry(task)})
+    write_yaml_file(first / ONE_PROCESS_ENV / "config.yml", {ONE_PROCESS_ENV: command_entry(longer)})
+    write_yaml_file(second_config, {ONE_PROCESS_ENV: command_entry(task)})
     with pytest.raises(UsageError, match=f"n_timesteps is 3000000, the task's is {task.steps}"):
         experiments.check_run(task, second)
 
@@ -1073,7 +1123,7 @@ def test_a_resumed_run_is_refused_when_its_parts_do_not_join(tmp_path: pathlib.P
         experiments.check_run(task, run)
     first, best = _resumed_run(tmp_path / "best")
     write_agent_zip(first / "best_model.zip")
-    args_path = best / "FetchSlide-v4" / "args.yml"
+    args_path = best / ONE_PROCESS_ENV / "args.yml"
     write_yaml_file(args_path, {**load_yaml_file(args_path), "trained_agent": str(first / "best_model.zip")})
     with pytest.raises(UsageError, match=r"best_model\.zip, not a checkpoint of that run"):
         experiments.check_run(task, best)
@@ -1127,7 +1177,7 @@ def test_a_run_records_the_hosts_speed_just_before_and_just_after_training(
     monkeypatch.setattr(experiments, "record_entry_run", record)
     task = experiments.ENTRY_TASKS[ONE_PROCESS]
     experiments.run_entry(ONE_PROCESS, task, 3, tmp_path / "logs")
-    assert events == ["reading FetchSlide-v4", "training", "trained", "reading FetchSlide-v4"]
+    assert events == [f"reading {ONE_PROCESS_ENV}", "training", "trained", f"reading {ONE_PROCESS_ENV}"]
     assert recorded == {
         "run_dir": tmp_path,
         "host": {"before": {"matmul_gflops_one_thread": 70.0}, "after": {"matmul_gflops_one_thread": 50.0}},

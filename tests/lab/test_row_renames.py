@@ -15,7 +15,7 @@ import pytest
 
 from her_wrap.runs.config import load_run_config
 from her_wrap.runs.errors import UsageError
-from lab.experiments import ENTRY_TASKS, entry_differences, variant_overrides
+from lab.experiments import ENTRY_TASKS, entry_differences, row_bfloat16_products, variant_overrides
 from lab.results import load_results
 from lab.row_renames import rename_entry_rows
 
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: settings are read from configs/her.yml; the budget is the task's).
 PANDA_PUSH = dataclasses.replace(ENTRY_TASKS["panda-push-ddpg"], steps=600_000)
 PANDA_PUSH_440K = dataclasses.replace(PANDA_PUSH, steps=440_000)
-#: FetchSlide's entry (one process, with LayerNorm and movement weights) for 600k env steps.
+#: FetchSlide's entry (two workers, with LayerNorm and movement weights) for 600k env steps.
 FETCH_SLIDE = dataclasses.replace(ENTRY_TASKS["fetch-slide-ddpg"], steps=600_000)
 #: FetchPush's entry on two workers, and the variants that name it and the entry before it (a batch of 1024
 #: per worker, 400k env steps).
@@ -44,6 +44,11 @@ def row(steps: int, variant: str | None = None, final: float = 0.9, workers: int
         "command": "stale",
         "train_command": "stale",
     }
+
+
+def slide_row(steps: int, variant: str | None = None, final: float = 0.9) -> dict[str, Any]:
+    """A recorded row of FetchSlide's entry, on its two workers."""
+    return row(steps, variant, final, workers=FETCH_SLIDE.workers)
 
 
 def test_a_shipped_budget_makes_its_rows_the_entrys_and_the_old_rows_name_the_old_budget() -> None:
@@ -83,9 +88,9 @@ def test_a_shipped_budget_makes_its_rows_the_entrys_and_the_old_rows_name_the_ol
 
 def test_a_shipped_change_of_settings_moves_between_the_rows_parts_and_rewrites_their_params() -> None:
     results = {
-        "fetch-slide-ddpg+layer-norm+td3/2": row(600_000, "layer-norm+td3"),
-        "fetch-slide-ddpg+td3/2": row(600_000, "td3"),
-        "fetch-slide-ddpg+budget-1m/2": row(1_000_000, "budget-1m"),
+        "fetch-slide-ddpg+layer-norm+td3/2": slide_row(600_000, "layer-norm+td3"),
+        "fetch-slide-ddpg+td3/2": slide_row(600_000, "td3"),
+        "fetch-slide-ddpg+budget-1m/2": slide_row(1_000_000, "budget-1m"),
     }
     updated, _ = rename_entry_rows(results, "fetch-slide-ddpg", FETCH_SLIDE, "layer-norm", "no-layer-norm")
     assert list(updated) == [
@@ -97,16 +102,17 @@ def test_a_shipped_change_of_settings_moves_between_the_rows_parts_and_rewrites_
     old = updated["fetch-slide-ddpg+no-layer-norm+td3/2"]
     assert old["overrides"] == ["policy_kwargs.layer_norm:false", "model_class:td3"]
     assert old["train_command"].endswith("-params policy_kwargs.layer_norm:false model_class:td3")
-    assert " -n 1000000 " in updated["fetch-slide-ddpg+no-layer-norm+budget-1m/2"]["train_command"]
+    # Each of its two workers trains half the budget.
+    assert " -n 500000 " in updated["fetch-slide-ddpg+no-layer-norm+budget-1m/2"]["train_command"]
 
 
 def test_a_row_that_ran_part_of_a_shipped_pair_of_changes_undoes_only_the_other() -> None:
     """FetchSlide's entry ships both parts; a row that ran one of them names only the other's undoing."""
     results = {
-        "fetch-slide-ddpg/0": row(600_000),
-        "fetch-slide-ddpg+movement/0": row(600_000, "movement"),
-        "fetch-slide-ddpg+layer-norm+td3/0": row(600_000, "layer-norm+td3"),
-        "fetch-slide-ddpg+movement+layer-norm/0": row(600_000, "movement+layer-norm", final=0.95),
+        "fetch-slide-ddpg/0": slide_row(600_000),
+        "fetch-slide-ddpg+movement/0": slide_row(600_000, "movement"),
+        "fetch-slide-ddpg+layer-norm+td3/0": slide_row(600_000, "layer-norm+td3"),
+        "fetch-slide-ddpg+movement+layer-norm/0": slide_row(600_000, "movement+layer-norm", final=0.95),
     }
     updated, _ = rename_entry_rows(
         results, "fetch-slide-ddpg", FETCH_SLIDE, "movement+layer-norm", "no-movement+no-layer-norm"
@@ -128,7 +134,7 @@ def test_a_row_that_ran_part_of_a_shipped_pair_of_changes_undoes_only_the_other(
 
 
 def test_a_change_the_shipped_entry_does_not_make_yet_is_refused_naming_the_setting() -> None:
-    results = {"fetch-slide-ddpg+td3/0": row(600_000, "td3")}
+    results = {"fetch-slide-ddpg+td3/0": slide_row(600_000, "td3")}
     with pytest.raises(UsageError, match=r"does not make td3 yet \(model_class:td3 changes model_class\)"):
         rename_entry_rows(results, "fetch-slide-ddpg", FETCH_SLIDE, "td3", None)
     with pytest.raises(UsageError, match="trains 600000 env steps, not 440000"):
@@ -137,14 +143,14 @@ def test_a_change_the_shipped_entry_does_not_make_yet_is_refused_naming_the_sett
 
 def test_a_previous_variant_that_changes_nothing_or_none_for_old_rows_is_refused() -> None:
     results = {
-        "fetch-slide-ddpg/0": row(600_000),
-        "fetch-slide-ddpg+layer-norm/1": row(600_000, "layer-norm"),
+        "fetch-slide-ddpg/0": slide_row(600_000),
+        "fetch-slide-ddpg+layer-norm/1": slide_row(600_000, "layer-norm"),
     }
     with pytest.raises(UsageError, match="layer-norm changes nothing in the shipped FetchSlide-v4 entry"):
         rename_entry_rows(results, "fetch-slide-ddpg", FETCH_SLIDE, "layer-norm", "layer-norm")
     with pytest.raises(UsageError, match="row fetch-slide-ddpg/0 did not run layer-norm: pass --previous"):
         rename_entry_rows(results, "fetch-slide-ddpg", FETCH_SLIDE, "layer-norm", None)
-    only_promoted = {"fetch-slide-ddpg+layer-norm/1": row(600_000, "layer-norm")}
+    only_promoted = {"fetch-slide-ddpg+layer-norm/1": slide_row(600_000, "layer-norm")}
     updated, _ = rename_entry_rows(only_promoted, "fetch-slide-ddpg", FETCH_SLIDE, "layer-norm", None)
     assert list(updated) == ["fetch-slide-ddpg/1"]
 
@@ -183,7 +189,10 @@ def test_the_script_prints_the_new_names_writes_them_and_leaves_the_file_on_a_dr
 ) -> None:
     results = tmp_path / "results.json"
     text = json.dumps(
-        {"fetch-slide-ddpg/0": row(2_500_000), "fetch-slide-ddpg+layer-norm/1": row(2_500_000, "layer-norm")}
+        {
+            "fetch-slide-ddpg/0": slide_row(2_000_000),
+            "fetch-slide-ddpg+layer-norm/1": slide_row(2_000_000, "layer-norm"),
+        }
     )
     results.write_text(text)
     refused = run_rename(results, "fetch-slide-ddpg", "--promoted", "layer-norm")
@@ -238,6 +247,65 @@ def test_the_fetch_push_entry_of_batch_512_renames_each_kind_of_row_to_the_comma
     one = updated["fetch-push-ddpg+batch-1024+n-steps-1+net-3x256+one-process+budget-600k/3"]
     assert one["overrides"][0] == "batch_size:1024" and "batch_size:2048" in one["overrides"]
     assert " -n 600000 " in one["train_command"] and "--workers" not in one["train_command"]
+
+
+#: The FetchSlide task as it ships (two workers, 2M env steps, a 115-minute limit).
+SLIDE = ENTRY_TASKS["fetch-slide-ddpg"]
+
+
+def ran_row(
+    ran: str, minutes: float, steps: int = 2_000_000, variant: str | None = None, bf16_host: bool = True
+) -> dict[str, Any]:
+    """A FetchSlide row whose run trained the shipped entry with ``ran``'s changes for ``minutes``, on a
+    host with bfloat16 dot products or without (``bf16_host``)."""
+    settings = load_run_config(SLIDE.config_path(), SLIDE.env_id, overrides=variant_overrides(ran)).to_entry()
+    return {
+        **slide_row(steps, variant),
+        "settings": settings,
+        "train_seconds": 60 * minutes,
+        "bfloat16_products": bf16_host,
+    }
+
+
+def test_a_row_ran_a_part_it_does_not_name_when_its_run_was_already_so_on_its_host() -> None:
+    """The entry now ships ``auto`` and ``minutes-115``: a ``bf16`` row of a host with bfloat16 products ran
+    ``auto``, a float32 row of a host without them too; a row without a limit that trained less than 115
+    minutes ran as with it, one that trained longer names ``no-minutes``. Parts a row names that change
+    nothing in the entry on its host leave its name."""
+    before = "float32+no-minutes"
+    results = {
+        "fetch-slide-ddpg+bf16/0": ran_row(f"{before}+bf16", 113, variant="bf16"),
+        "fetch-slide-ddpg+bf16/1": ran_row(f"{before}+bf16", 131, variant="bf16"),
+        "fetch-slide-ddpg/2": ran_row(before, 100),
+        "fetch-slide-ddpg+float32/3": ran_row(before, 100, variant="float32", bf16_host=False),
+        "fetch-slide-ddpg+auto+minutes-115/4": ran_row(
+            "auto", 115.02, steps=990_004, variant="auto+minutes-115", bf16_host=False
+        ),
+    }
+    updated, renamed = rename_entry_rows(results, "fetch-slide-ddpg", SLIDE, "auto+minutes-115", before)
+    assert [item.new_key for item in renamed] == [
+        "fetch-slide-ddpg/0",
+        "fetch-slide-ddpg+no-minutes/1",
+        "fetch-slide-ddpg+float32/2",
+        "fetch-slide-ddpg/3",
+        "fetch-slide-ddpg/4",
+    ]
+    assert updated["fetch-slide-ddpg+no-minutes/1"]["overrides"] == ["max_minutes:null"]
+    assert updated["fetch-slide-ddpg/4"]["steps"] == 990_004
+
+
+def test_fewer_env_steps_than_the_budget_are_refused_unless_the_limit_stopped_the_run() -> None:
+    """A row of 990k env steps that trained 60 minutes was not stopped by the entry's 115: its command
+    would train more. A run may end up to one cycle (500 env steps of the two workers) past its budget."""
+    short = {"fetch-slide-ddpg+auto/1": ran_row("auto", 60, steps=990_004, variant="auto")}
+    with pytest.raises(UsageError, match="row fetch-slide-ddpg\\+auto/1 ran 990004 env steps, but as "
+                       "fetch-slide-ddpg its command trains 2000000"):  # fmt: skip
+        rename_entry_rows(short, "fetch-slide-ddpg", SLIDE, "auto", None)
+    past = {"fetch-slide-ddpg+auto/1": ran_row("auto", 100, steps=2_000_302, variant="auto")}
+    assert list(rename_entry_rows(past, "fetch-slide-ddpg", SLIDE, "auto", None)[0]) == ["fetch-slide-ddpg/1"]
+    beyond = {"fetch-slide-ddpg+auto/1": ran_row("auto", 100, steps=2_000_500, variant="auto")}
+    with pytest.raises(UsageError, match="ran 2000500 env steps"):
+        rename_entry_rows(beyond, "fetch-slide-ddpg", SLIDE, "auto", None)
 
 
 def test_a_renamed_row_whose_workers_are_not_its_new_commands_is_refused() -> None:
@@ -296,3 +364,48 @@ def test_a_recorded_fetch_push_rows_name_gives_the_settings_and_workers_it_ran(k
     assert (record["steps"], record.get("workers") or 1) == (task.steps, task.workers)
     assert record["overrides"] == list(variant_overrides(variant))
     assert entry_differences(command, _without_plain_layer_norm(record["settings"]), task.workers) == []
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "fetch-slide-ddpg/0",
+        "fetch-slide-ddpg/1",
+        "fetch-slide-ddpg/2",
+        "fetch-slide-ddpg+no-minutes/1",
+        "fetch-slide-ddpg+updates-20/1",
+        "fetch-slide-ddpg+one-process/1",
+        "fetch-slide-ddpg+one-process+no-minutes/0",
+        "fetch-slide-ddpg+random-0.3+one-process+no-minutes/3",
+        "fetch-slide-ddpg+lr-constant+action-l2-1+random-0.3+one-process/0",
+        "fetch-slide-ddpg+updates-20+lr-constant+action-l2-1+random-0.3+one-process+budget-2.5m/2",
+        "fetch-slide-ddpg+float32+updates-20+lr-constant+action-l2-1+random-0.3+budget-2.5m/1",
+        "fetch-slide-ddpg+float32+updates-20+lr-constant+action-l2-1+random-0.3+one-process+no-minutes+budget-2.5m/0",
+    ],
+)
+def test_a_recorded_fetch_slide_rows_name_gives_the_settings_and_workers_it_ran(key: str) -> None:
+    """The rows of docs/robotics_results.json, renamed for FetchSlide's two-worker entry: each name's command
+    trains what the row recorded on the row's host (``auto`` is bfloat16 where the host has bfloat16 dot
+    products), for its budget, or until its 115-minute limit stopped it."""
+    record = load_results(ROOT / "docs" / "robotics_results.json")[key]
+    variant = record["variant"]
+    assert key == f"fetch-slide-ddpg{'+' + variant if variant else ''}/{record['seed']}"
+    task = SLIDE.with_variant(variant)
+    config = load_run_config(
+        task.config_path(),
+        task.env_id,
+        overrides=variant_overrides(variant),
+        n_timesteps=task.steps // task.workers,
+        workers=task.workers,
+    )
+    assert (record.get("workers") or 1) == task.workers
+    stopped = config.max_minutes is not None and record["train_seconds"] >= 60 * (config.max_minutes - 1)
+    # A run ends on a whole cycle of 500 env steps, possibly past its budget.
+    assert task.steps <= record["steps"] < task.steps + 500 or (stopped and record["steps"] < task.steps)
+    assert record["overrides"] == list(variant_overrides(variant))
+    ran = {**record["settings"], "max_minutes": record["settings"].get("max_minutes")}
+    if config.max_minutes is not None and ran["max_minutes"] is None:
+        assert record["train_seconds"] < 60 * config.max_minutes  # the limit would not have fired
+        ran["max_minutes"] = config.max_minutes
+    products = row_bfloat16_products(record)
+    assert entry_differences(config.to_entry(), ran, task.workers, products) == []

@@ -36,10 +36,16 @@ def write_config(tmp_path: Path, text: str) -> Path:
 # --------------------------------------------------------------------------- --workers
 
 
+#: A shipped entry tuned for one process: FetchPickAndPlace merges the one-process manipulation settings.
+ONE_PROCESS_ENTRY = "FetchPickAndPlace-v4"
+
+
 def test_two_workers_divide_an_entry_tuned_for_one_process_as_the_two_worker_rows_ran() -> None:
-    split = load_run_config(SHIPPED, "FetchSlide-v4", workers=2)
-    budget = load_run_config(SHIPPED, "FetchSlide-v4").n_timesteps
-    measured = load_run_config(SHIPPED, "FetchSlide-v4", overrides=TWO_WORKER_SHARES, n_timesteps=budget // 2)
+    split = load_run_config(SHIPPED, ONE_PROCESS_ENTRY, workers=2)
+    budget = load_run_config(SHIPPED, ONE_PROCESS_ENTRY).n_timesteps
+    measured = load_run_config(
+        SHIPPED, ONE_PROCESS_ENTRY, overrides=TWO_WORKER_SHARES, n_timesteps=budget // 2
+    )
     assert split.learner_kwargs == measured.learner_kwargs
     assert (split.n_envs, split.n_timesteps, split.hindsight) == (
         measured.n_envs,
@@ -51,7 +57,7 @@ def test_two_workers_divide_an_entry_tuned_for_one_process_as_the_two_worker_row
 
 def test_workers_split_says_what_it_set() -> None:
     notes: list[str] = []
-    load_run_config(SHIPPED, "FetchSlide-v4", workers=2, notes=notes)
+    load_run_config(SHIPPED, ONE_PROCESS_ENTRY, workers=2, notes=notes)
     assert len(notes) == 1
     for part in ("2 workers", "batch_size 1024", "learning_starts 500", "train_freq [125, step]"):
         assert part in notes[0]
@@ -63,7 +69,7 @@ def test_fetch_push_ships_each_of_its_two_workers_share_of_the_one_process_regim
     notes: list[str] = []
     shipped = load_run_config(SHIPPED, "FetchPush-v4")
     assert load_run_config(SHIPPED, "FetchPush-v4", workers=2, notes=notes) == shipped and notes == []
-    one_process_split = load_run_config(SHIPPED, "FetchSlide-v4", workers=2)
+    one_process_split = load_run_config(SHIPPED, ONE_PROCESS_ENTRY, workers=2)
     # Five envs for 50 steps where a split steps two for 125: the same 250 env steps per worker and cycle.
     assert shipped.workers == 2 and (shipped.n_envs, one_process_split.n_envs) == (5, 2)
     cycle = [
@@ -75,6 +81,25 @@ def test_fetch_push_ships_each_of_its_two_workers_share_of_the_one_process_regim
     # Its batch is half a split's: each update averages 2 x 512 rows, not the one-process entry's 2048.
     assert shipped.learner_kwargs["batch_size"] == one_process_split.learner_kwargs["batch_size"] // 2 == 512
     assert shipped.n_timesteps == 250_000  # each worker's: 500k env steps in all
+
+
+def test_fetch_slide_ships_two_workers_each_with_half_the_one_process_batch_and_cycle() -> None:
+    """FetchSlide's entry names its two workers: ``--workers 2`` keeps it as it stands, each worker the
+    one-process schedule's share (its 2 envs for 125 steps, 1024 rows per update) with its own 40 gradient
+    steps per cycle, for 1M env steps each, stopped after 115 training minutes."""
+    notes: list[str] = []
+    shipped = load_run_config(SHIPPED, "FetchSlide-v4")
+    assert load_run_config(SHIPPED, "FetchSlide-v4", workers=2, notes=notes) == shipped and notes == []
+    split = load_run_config(SHIPPED, ONE_PROCESS_ENTRY, workers=2)
+    assert (shipped.workers, shipped.n_envs, shipped.n_timesteps, shipped.max_minutes) == (
+        2,
+        2,
+        1_000_000,
+        115,
+    )
+    for key in ("batch_size", "learning_starts", "train_freq"):
+        assert shipped.learner_kwargs[key] == split.learner_kwargs[key], key
+    assert (shipped.learner_kwargs["gradient_steps"], split.learner_kwargs["gradient_steps"]) == (40, 20)
 
 
 ONE_WORKER_ENTRY = """

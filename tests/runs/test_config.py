@@ -440,16 +440,22 @@ MANIPULATION_MERGERS = ("FetchPickAndPlace-v4", "PandaPush-v3", "PandaPickAndPla
 
 def test_fetch_slides_own_keys_reach_no_entry_that_merges_the_manipulation_settings(tmp_path: Path) -> None:
     """FetchSlide's mapping holds the shared ``&manipulation`` settings and its own keys beside them: a key
-    added to its own (here gradient steps) changes FetchSlide only, not the entries that merge the anchor."""
+    added to its own (here the discount) changes FetchSlide only, not the entries that merge the anchor; nor
+    do its own workers and schedule (two workers, 40 gradient steps per cycle)."""
     text = (REPO / "configs" / "her.yml").read_text(encoding="utf-8")
     own = "FetchSlide-v4:\n"
     assert text.count(own) == 1
-    edited = write_config(tmp_path, text.replace(own, own + "  gradient_steps: 77\n"))
-    assert load_run_config(edited, "FetchSlide-v4").learner_kwargs["gradient_steps"] == 77
+    edited = write_config(tmp_path, text.replace(own, own + "  gamma: 0.77\n"))
+    assert load_run_config(edited, "FetchSlide-v4").learner_kwargs["gamma"] == 0.77
     for env_id in MANIPULATION_MERGERS:
         shipped = load_run_config(REPO / "configs" / "her.yml", env_id)
         assert load_run_config(edited, env_id).to_entry() == shipped.to_entry()
-        assert shipped.learner_kwargs["gradient_steps"] == 20
+        assert shipped.learner_kwargs["gamma"] == 0.98
+        assert (shipped.workers or 1, shipped.learner_kwargs["gradient_steps"], shipped.max_minutes) == (
+            1,
+            20,
+            None,
+        )
 
 
 def test_shipped_jax_config_names_sbx_learners_only() -> None:
