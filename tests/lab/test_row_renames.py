@@ -15,7 +15,14 @@ import pytest
 
 from her_wrap.runs.config import load_run_config
 from her_wrap.runs.errors import UsageError
-from lab.experiments import ENTRY_TASKS, entry_differences, row_bfloat16_products, variant_overrides
+from her_wrap.runs.run_config import RunConfig
+from lab.experiments import (
+    ENTRY_TASKS,
+    EntryTask,
+    entry_differences,
+    row_bfloat16_products,
+    variant_overrides,
+)
 from lab.results import load_results
 from lab.row_renames import rename_entry_rows
 
@@ -318,6 +325,23 @@ def test_a_renamed_row_whose_workers_are_not_its_new_commands_is_refused() -> No
         rename_entry_rows(results, "fetch-push-ddpg", FETCH_PUSH, PROMOTED, PREVIOUS)
 
 
+def recorded_row(task_name: str, task: EntryTask, key: str) -> tuple[dict[str, Any], EntryTask, RunConfig]:
+    """A row of docs/robotics_results.json, the task its name trains (``task`` with the row's variant) and
+    that command's validated entry; the key must be the name its variant gives."""
+    record = load_results(ROOT / "docs" / "robotics_results.json")[key]
+    variant = record["variant"]
+    assert key == f"{task_name}{'+' + variant if variant else ''}/{record['seed']}"
+    row_task = task.with_variant(variant)
+    config = load_run_config(
+        row_task.config_path(),
+        row_task.env_id,
+        overrides=variant_overrides(variant),
+        n_timesteps=row_task.steps // row_task.workers,
+        workers=row_task.workers,
+    )
+    return record, row_task, config
+
+
 def _without_plain_layer_norm(settings: dict[str, Any]) -> dict[str, Any]:
     """Recorded settings with SB3's plain networks spelled as the entry spells them now (``layer_norm:
     false``; rows recorded before the entries took LayerNorm have no key, the same networks)."""
@@ -350,17 +374,8 @@ def test_a_recorded_fetch_push_rows_name_gives_the_settings_and_workers_it_ran(k
     """The rows of docs/robotics_results.json, renamed for each entry FetchPush took (two workers, then 512
     rows per worker, then the actor average): each name's command on the entry as it now is trains what
     the row recorded."""
-    record = load_results(ROOT / "docs" / "robotics_results.json")[key]
-    variant = record["variant"]
-    assert key == f"fetch-push-ddpg{'+' + variant if variant else ''}/{record['seed']}"
-    task = FETCH_PUSH.with_variant(variant)
-    command = load_run_config(
-        task.config_path(),
-        task.env_id,
-        overrides=variant_overrides(variant),
-        n_timesteps=task.steps // task.workers,
-        workers=task.workers,
-    ).to_entry()
+    record, task, config = recorded_row("fetch-push-ddpg", FETCH_PUSH, key)
+    variant, command = record["variant"], config.to_entry()
     assert (record["steps"], record.get("workers") or 1) == (task.steps, task.workers)
     assert record["overrides"] == list(variant_overrides(variant))
     assert entry_differences(command, _without_plain_layer_norm(record["settings"]), task.workers) == []
@@ -387,17 +402,8 @@ def test_a_recorded_fetch_slide_rows_name_gives_the_settings_and_workers_it_ran(
     """The rows of docs/robotics_results.json, renamed for FetchSlide's two-worker entry: each name's command
     trains what the row recorded on the row's host (``auto`` is bfloat16 where the host has bfloat16 dot
     products), for its budget, or until its 115-minute limit stopped it."""
-    record = load_results(ROOT / "docs" / "robotics_results.json")[key]
+    record, task, config = recorded_row("fetch-slide-ddpg", SLIDE, key)
     variant = record["variant"]
-    assert key == f"fetch-slide-ddpg{'+' + variant if variant else ''}/{record['seed']}"
-    task = SLIDE.with_variant(variant)
-    config = load_run_config(
-        task.config_path(),
-        task.env_id,
-        overrides=variant_overrides(variant),
-        n_timesteps=task.steps // task.workers,
-        workers=task.workers,
-    )
     assert (record.get("workers") or 1) == task.workers
     stopped = config.max_minutes is not None and record["train_seconds"] >= 60 * (config.max_minutes - 1)
     # A run ends on a whole cycle of 500 env steps, possibly past its budget.
