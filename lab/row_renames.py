@@ -103,14 +103,14 @@ def _without_unchanging(
     (``bf16`` where the entry is ``auto`` and the host has bfloat16 dot products); budget parts, and the
     parts that name the entry before, stay."""
     kept = list(parts)
+    named = _entry_settings(task, variant_overrides("+".join(kept) or None))
     for part in parts:
         if budget_of(part) is not None or part not in own:
             continue
         without = [other for other in kept if other != part]
-        named = _entry_settings(task, variant_overrides("+".join(kept) or None))
         unnamed = _entry_settings(task, variant_overrides("+".join(without) or None))
         if not _row_differences(named, unnamed, record):
-            kept = without
+            kept, named = without, unnamed
     return kept
 
 
